@@ -1,0 +1,17 @@
+// Subcommands of the `gridfeed` program. Each Register* adds its subcommand to the app and
+// returns the function that runs it after parsing (exit code; errors printed by main).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+#include "gridfeed/core/status.h"
+
+namespace gridfeed::app {
+
+using Runner = std::function<Status()>;
+
+Runner RegisterPrep(CLI::App& app);
+Runner RegisterInspect(CLI::App& app);
+
+}  // namespace gridfeed::app

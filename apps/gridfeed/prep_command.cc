@@ -1,0 +1,53 @@
+// gridfeed prep: JSONL -> .bin/.idx.
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "commands.h"
+#include "gridfeed/io/prep.h"
+
+namespace gridfeed::app {
+
+Runner RegisterPrep(CLI::App& app) {
+  auto opt = std::make_shared<io::PrepOptions>();
+  auto vocab = std::make_shared<int64_t>(-1);
+  auto eod = std::make_shared<int64_t>(-1);
+  CLI::App* sub = app.add_subcommand("prep", "Tokenize JSONL into Megatron .bin/.idx files");
+  sub->add_option("--input", opt->input, "JSONL file, one object per line (plain or .gz)")
+      ->required();
+  sub->add_option("--output-prefix", opt->output_prefix, "Writes PREFIX.bin and PREFIX.idx")
+      ->required();
+  sub->add_option("--json-key", opt->json_key, "Key holding the text or token ids")
+      ->capture_default_str();
+  sub->add_option("--tokenizer-model", opt->tokenizer_model, "SentencePiece model file");
+  sub->add_flag("--pretokenized", opt->pretokenized,
+                "The key holds token ids: a list (one sequence) or a list of lists");
+  sub->add_option("--vocab-size", *vocab, "Vocabulary size (needed with --pretokenized)");
+  sub->add_flag("--append-eod", opt->append_eod, "Append the EOD id to every document");
+  sub->add_option("--eod-id", *eod, "EOD id (default: the tokenizer's EOS)");
+  sub->add_flag("--skip-bad-lines", opt->skip_bad_lines, "Count and skip malformed lines");
+  sub->add_option("--workers", opt->workers, "Encoding threads (0 = all cores)")
+      ->capture_default_str();
+  return [opt, vocab, eod]() -> Status {
+    if (*vocab >= 0) opt->vocab_size = *vocab;
+    if (*eod >= 0) opt->eod_id = *eod;
+    opt->progress = ::isatty(STDERR_FILENO) != 0;
+    GRIDFEED_ASSIGN_OR_RETURN(io::PrepStats s, io::RunPrep(*opt));
+    std::printf(
+        "prep: %lld documents, %lld sequences, %llu tokens (%s) from %lld lines in %.2f s "
+        "(%.0f documents/s, %.3g tokens/s)%s -> %s.{bin,idx}\n",
+        static_cast<long long>(s.documents), static_cast<long long>(s.sequences),
+        static_cast<unsigned long long>(s.tokens), std::string(io::DTypeName(s.dtype)).c_str(),
+        static_cast<long long>(s.lines), s.seconds, s.documents / std::max(s.seconds, 1e-9),
+        s.tokens / std::max(s.seconds, 1e-9),
+        s.skipped_lines ? (", skipped " + std::to_string(s.skipped_lines) +
+                           " bad lines; first: " + s.first_skipped)
+                              .c_str()
+                        : "",
+        opt->output_prefix.c_str());
+    return Status::Ok();
+  };
+}
+
+}  // namespace gridfeed::app

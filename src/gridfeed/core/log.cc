@@ -1,0 +1,61 @@
+#include "gridfeed/core/log.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace gridfeed::log {
+namespace {
+
+std::atomic<int> g_rank{0};
+std::atomic<int> g_size{1};
+
+Level LevelFromEnv() {
+  const char* v = std::getenv("GRIDFEED_LOG_LEVEL");
+  if (v == nullptr) return Level::kInfo;
+  if (std::strcmp(v, "ERROR") == 0) return Level::kError;
+  if (std::strcmp(v, "WARN") == 0) return Level::kWarn;
+  if (std::strcmp(v, "DEBUG") == 0) return Level::kDebug;
+  return Level::kInfo;
+}
+
+const char* LevelName(Level l) {
+  switch (l) {
+    case Level::kError: return "ERROR";
+    case Level::kWarn: return "WARN";
+    case Level::kInfo: return "INFO";
+    case Level::kDebug: return "DEBUG";
+  }
+  return "?";
+}
+
+}  // namespace
+
+void SetRank(int rank, int size) {
+  g_rank = rank;
+  g_size = size;
+}
+
+bool Enabled(Level level) {
+  static const Level threshold = LevelFromEnv();
+  if (level > threshold) return false;
+  if (level >= Level::kInfo && g_rank.load() != 0) return false;
+  return true;
+}
+
+void Write(Level level, std::string_view message) {
+  if (!Enabled(level)) return;
+  std::string line = "[gridfeed ";
+  line += LevelName(level);
+  if (g_size.load() > 1) {
+    line += " rank " + std::to_string(g_rank.load()) + "/" + std::to_string(g_size.load());
+  }
+  line += "] ";
+  line += message;
+  line += '\n';
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+}  // namespace gridfeed::log

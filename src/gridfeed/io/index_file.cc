@@ -1,0 +1,120 @@
+#include "gridfeed/io/index_file.h"
+
+#include <cstring>
+#include <string>
+
+namespace gridfeed::io {
+namespace {
+
+template <typename T>
+T LoadLe(const std::byte* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+Status Corrupt(const std::string& path, const std::string& field, const std::string& expected,
+               const std::string& actual) {
+  return DataLoss("corrupt index file '" + path + "': field " + field + ": expected " + expected +
+                  ", got " + actual);
+}
+
+}  // namespace
+
+Result<IndexView> ParseIndex(std::span<const std::byte> bytes, const std::string& path,
+                             bool multimodal) {
+  const size_t n = bytes.size();
+  if (n < kIndexHeaderBytes) {
+    return Corrupt(path, "header", "at least " + std::to_string(kIndexHeaderBytes) + " bytes",
+                   std::to_string(n) + " bytes (truncated)");
+  }
+  const std::byte* p = bytes.data();
+  if (std::memcmp(p, kIndexMagic, sizeof(kIndexMagic)) != 0) {
+    std::string got;
+    for (size_t i = 0; i < sizeof(kIndexMagic); ++i) {
+      char c = static_cast<char>(p[i]);
+      got += (c >= 32 && c < 127) ? std::string(1, c) : "\\x" + std::to_string(int(uint8_t(c)));
+    }
+    return Corrupt(path, "magic", "'MMIDIDX\\x00\\x00'", "'" + got + "'");
+  }
+  const uint64_t version = LoadLe<uint64_t>(p + 9);
+  if (version != kIndexVersion) {
+    return Corrupt(path, "version", "1", std::to_string(version) + " (unsupported version)");
+  }
+  IndexView view;
+  const uint8_t code = LoadLe<uint8_t>(p + 17);
+  auto dtype = DTypeFromCode(code);
+  if (!dtype.ok()) return Corrupt(path, "dtype", "a code in 1..8", std::to_string(code));
+  view.dtype = *dtype;
+  const uint64_t s = LoadLe<uint64_t>(p + 18);
+  const uint64_t d = LoadLe<uint64_t>(p + 26);
+
+  // Bytes per sequence: 4 (length) + 8 (pointer) [+ 1 (mode)]; per document entry: 8.
+  const uint64_t per_seq = multimodal ? 13 : 12;
+  const uint64_t body = n - kIndexHeaderBytes;
+  if (s > body / per_seq || d > (body - s * per_seq) / 8) {
+    return Corrupt(path, "sequence_count/document_count",
+                   "counts that fit in " + std::to_string(n) + " bytes",
+                   "sequence_count=" + std::to_string(s) + " document_count=" + std::to_string(d) +
+                       " (needs more bytes than the file has)");
+  }
+  const uint64_t expected_size = kIndexHeaderBytes + s * per_seq + d * 8;
+  if (n != expected_size) {
+    // A multimodal file opened as plain has exactly S trailing mode bytes; accept it.
+    if (!(!multimodal && n == expected_size + s)) {
+      return Corrupt(path, "file size", std::to_string(expected_size) + " bytes",
+                     std::to_string(n) + " bytes (trailing data)");
+    }
+  }
+  const std::byte* at = p + kIndexHeaderBytes;
+  view.sequence_lengths = LeSpan<int32_t>(at, s);
+  at += s * 4;
+  view.sequence_pointers = LeSpan<int64_t>(at, s);
+  at += s * 8;
+  view.document_indices = LeSpan<int64_t>(at, d);
+  at += d * 8;
+  if (multimodal) view.sequence_modes = LeSpan<int8_t>(at, s);
+
+  const uint64_t item = DTypeSize(view.dtype);
+  uint64_t pointer = 0;
+  uint64_t tokens = 0;
+  for (uint64_t i = 0; i < s; ++i) {
+    const int32_t len = view.sequence_lengths[i];
+    if (len < 0) {
+      return Corrupt(path, "sequence_lengths[" + std::to_string(i) + "]", "a value >= 0",
+                     std::to_string(len));
+    }
+    const int64_t ptr = view.sequence_pointers[i];
+    if (ptr < 0 || static_cast<uint64_t>(ptr) != pointer) {
+      return Corrupt(path, "sequence_pointers[" + std::to_string(i) + "]",
+                     std::to_string(pointer) + " (running sum of lengths x " +
+                         std::to_string(item) + " bytes)",
+                     std::to_string(ptr));
+    }
+    pointer += static_cast<uint64_t>(len) * item;
+    tokens += static_cast<uint64_t>(len);
+  }
+  view.total_tokens = tokens;
+  view.bin_bytes_needed = pointer;
+
+  if (d == 0) return Corrupt(path, "document_indices", "at least one entry (0)", "no entries");
+  if (view.document_indices[0] != 0) {
+    return Corrupt(path, "document_indices[0]", "0", std::to_string(view.document_indices[0]));
+  }
+  for (uint64_t i = 1; i < d; ++i) {
+    if (view.document_indices[i] < view.document_indices[i - 1]) {
+      return Corrupt(path, "document_indices[" + std::to_string(i) + "]",
+                     "a value >= " + std::to_string(view.document_indices[i - 1]) +
+                         " (non-decreasing)",
+                     std::to_string(view.document_indices[i]));
+    }
+  }
+  if (view.document_indices[d - 1] != static_cast<int64_t>(s)) {
+    return Corrupt(path, "document_indices[" + std::to_string(d - 1) + "]",
+                   std::to_string(s) + " (the sequence count)",
+                   std::to_string(view.document_indices[d - 1]));
+  }
+  return view;
+}
+
+}  // namespace gridfeed::io

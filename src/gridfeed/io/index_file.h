@@ -1,0 +1,39 @@
+// Parser and validator of Megatron's .idx format (see README "Token store").
+//
+// ParseIndex checks every field before anything is used: magic, version, dtype code, counts
+// against the file size, lengths >= 0, pointers equal to the running sum of length x dtype
+// size, document indices starting at 0, non-decreasing and ending at the sequence count.
+// Errors are DataLoss with the file name, the field, expected and actual values.
+// The returned view points into `bytes`, which must outlive it.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "gridfeed/core/status.h"
+#include "gridfeed/io/dtype.h"
+#include "gridfeed/io/le_span.h"
+
+namespace gridfeed::io {
+
+inline constexpr char kIndexMagic[9] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', '\0', '\0'};
+inline constexpr uint64_t kIndexVersion = 1;
+inline constexpr size_t kIndexHeaderBytes = 34;
+
+struct IndexView {
+  DType dtype = DType::kUInt16;
+  LeSpan<int32_t> sequence_lengths;   // [S] tokens per sequence
+  LeSpan<int64_t> sequence_pointers;  // [S] byte offset of each sequence in .bin
+  LeSpan<int64_t> document_indices;   // [D] first sequence of each document, then S
+  LeSpan<int8_t> sequence_modes;      // [S] only for multimodal files, else empty
+  uint64_t total_tokens = 0;          // sum of sequence_lengths
+  uint64_t bin_bytes_needed = 0;      // end of the last sequence in .bin
+};
+
+// `path` is used in messages only. `multimodal`: the file has a trailing int8 mode per
+// sequence (the header does not say so; Megatron's caller knows).
+Result<IndexView> ParseIndex(std::span<const std::byte> bytes, const std::string& path,
+                             bool multimodal);
+
+}  // namespace gridfeed::io

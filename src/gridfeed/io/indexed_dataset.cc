@@ -1,0 +1,47 @@
+#include "gridfeed/io/indexed_dataset.h"
+
+#include <cstring>
+#include <utility>
+
+namespace gridfeed::io {
+
+void TokenSpan::CopyTo(int64_t* out) const {
+  for (int64_t i = 0; i < length_tokens; ++i) out[i] = (*this)[i];
+}
+
+Result<IndexedDataset> IndexedDataset::Open(const std::string& prefix, bool multimodal) {
+  IndexedDataset ds;
+  ds.prefix_ = prefix;
+  const std::string idx_path = prefix + ".idx";
+  const std::string bin_path = prefix + ".bin";
+  GRIDFEED_ASSIGN_OR_RETURN(ds.idx_, MMapFile::Open(idx_path));
+  GRIDFEED_ASSIGN_OR_RETURN(ds.view_, ParseIndex(ds.idx_.bytes(), idx_path, multimodal));
+  GRIDFEED_ASSIGN_OR_RETURN(ds.bin_, MMapFile::Open(bin_path));
+  if (ds.bin_.size() < ds.view_.bin_bytes_needed) {
+    return DataLoss("corrupt token file '" + bin_path + "': field size: expected at least " +
+                    std::to_string(ds.view_.bin_bytes_needed) +
+                    " bytes (end of the last sequence in the index), got " +
+                    std::to_string(ds.bin_.size()) + " bytes (truncated)");
+  }
+  return ds;
+}
+
+Result<TokenSpan> IndexedDataset::Get(int64_t sequence, int64_t offset_tokens,
+                                      int64_t length_tokens) const {
+  if (sequence < 0 || sequence >= num_sequences()) {
+    return OutOfRange("'" + prefix_ + "': sequence " + std::to_string(sequence) +
+                      " out of range [0, " + std::to_string(num_sequences()) + ")");
+  }
+  const int64_t len = view_.sequence_lengths[static_cast<size_t>(sequence)];
+  if (length_tokens < 0) length_tokens = len - offset_tokens;
+  if (offset_tokens < 0 || length_tokens < 0 || offset_tokens > len ||
+      length_tokens > len - offset_tokens) {
+    return OutOfRange("'" + prefix_ + "': tokens [" + std::to_string(offset_tokens) + ", " +
+                      std::to_string(offset_tokens + length_tokens) + ") of sequence " +
+                      std::to_string(sequence) + " are outside its " + std::to_string(len) +
+                      " tokens");
+  }
+  return GetUnchecked(sequence, offset_tokens, length_tokens);
+}
+
+}  // namespace gridfeed::io

@@ -1,0 +1,77 @@
+// IndexedDataset: a validated, memory-mapped Megatron token store (PREFIX.bin + PREFIX.idx).
+//
+// Open() validates the whole index and checks that .bin holds every sequence, so no later
+// access can read out of bounds. Move-only; spans returned by accessors point into the
+// mappings and stay valid as long as this object lives. Thread safety: all methods are const
+// and may be called concurrently.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "gridfeed/core/status.h"
+#include "gridfeed/io/dtype.h"
+#include "gridfeed/io/index_file.h"
+#include "gridfeed/io/mmap_file.h"
+
+namespace gridfeed::io {
+
+// A run of tokens of one sequence, in the file's dtype, inside the .bin mapping.
+struct TokenSpan {
+  DType dtype = DType::kUInt16;
+  const std::byte* data = nullptr;
+  int64_t length_tokens = 0;
+
+  int64_t operator[](int64_t i) const { return LoadAsInt64(dtype, data, static_cast<size_t>(i)); }
+  std::span<const std::byte> bytes() const {
+    return {data, static_cast<size_t>(length_tokens) * DTypeSize(dtype)};
+  }
+  // Widens the tokens into out[0 .. length_tokens).
+  void CopyTo(int64_t* out) const;
+};
+
+class IndexedDataset {
+ public:
+  static Result<IndexedDataset> Open(const std::string& prefix, bool multimodal = false);
+
+  IndexedDataset(IndexedDataset&&) noexcept = default;
+  IndexedDataset& operator=(IndexedDataset&&) noexcept = default;
+
+  const std::string& prefix() const { return prefix_; }
+  DType dtype() const { return view_.dtype; }
+  int64_t num_sequences() const { return static_cast<int64_t>(view_.sequence_lengths.size()); }
+  // Documents = document index entries - 1.
+  int64_t num_documents() const {
+    return static_cast<int64_t>(view_.document_indices.size()) - 1;
+  }
+  uint64_t num_tokens() const { return view_.total_tokens; }
+  LeSpan<int32_t> sequence_lengths() const { return view_.sequence_lengths; }
+  LeSpan<int64_t> sequence_pointers() const { return view_.sequence_pointers; }
+  LeSpan<int64_t> document_indices() const { return view_.document_indices; }
+  LeSpan<int8_t> sequence_modes() const { return view_.sequence_modes; }
+  std::span<const std::byte> index_bytes() const { return idx_.bytes(); }
+
+  // `length_tokens` tokens of `sequence` starting `offset_tokens` in; length -1 = to the end.
+  // OutOfRange if the run is not inside the sequence.
+  Result<TokenSpan> Get(int64_t sequence, int64_t offset_tokens = 0,
+                        int64_t length_tokens = -1) const;
+  // Unchecked variant for hot loops whose indices were validated by construction.
+  TokenSpan GetUnchecked(int64_t sequence, int64_t offset_tokens, int64_t length_tokens) const {
+    const size_t item = DTypeSize(view_.dtype);
+    return TokenSpan{view_.dtype,
+                     bin_.bytes().data() + view_.sequence_pointers[sequence] +
+                         static_cast<size_t>(offset_tokens) * item,
+                     length_tokens};
+  }
+
+ private:
+  IndexedDataset() = default;
+
+  std::string prefix_;
+  MMapFile idx_;
+  MMapFile bin_;
+  IndexView view_;
+};
+
+}  // namespace gridfeed::io

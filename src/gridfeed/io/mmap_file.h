@@ -1,0 +1,41 @@
+// A read-only memory map of a whole file. Move-only; the mapping lives until destruction,
+// and every span handed out by users of the mapping is valid exactly that long.
+// Thread safety: const methods may be called from any thread.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include "gridfeed/core/status.h"
+
+namespace gridfeed::io {
+
+class MMapFile {
+ public:
+  // NotFound if the file does not exist, IoError if it cannot be opened or mapped.
+  static Result<MMapFile> Open(const std::string& path);
+
+  MMapFile() = default;
+  MMapFile(MMapFile&& other) noexcept;
+  MMapFile& operator=(MMapFile&& other) noexcept;
+  MMapFile(const MMapFile&) = delete;
+  MMapFile& operator=(const MMapFile&) = delete;
+  ~MMapFile();
+
+  std::span<const std::byte> bytes() const { return {data_, size_}; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  void Reset();
+
+  const std::byte* data_ = nullptr;
+  size_t size_ = 0;
+  std::string path_;
+};
+
+// The size of a file in bytes, or NotFound/IoError.
+Result<size_t> FileSize(const std::string& path);
+
+}  // namespace gridfeed::io
