@@ -22,7 +22,7 @@ void StoreAt(std::byte* base, size_t i, T v) {
 template <typename T>
 bool Fits(int64_t v) {
   return v >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
-         static_cast<uint64_t>(v) <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+         v <= static_cast<int64_t>(std::numeric_limits<T>::max());
 }
 
 }  // namespace

@@ -1,0 +1,169 @@
+#include "gridfeed/io/prep.h"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "gridfeed/io/file_util.h"
+#include "gridfeed/io/indexed_dataset.h"
+#include "testing/paths.h"
+
+namespace gridfeed::io {
+namespace {
+
+using gridfeed::testing::GoldenDir;
+using gridfeed::testing::ScratchDir;
+
+// One JSON line per document of `prefix`: {"ids": [...]} for one-sequence documents when
+// `flat`, else {"ids": [[...], ...]}.
+std::string CorpusToJsonl(const std::string& prefix, bool flat) {
+  auto ds = IndexedDataset::Open(prefix).value();
+  std::string out;
+  auto docs = ds.document_indices();
+  for (size_t d = 0; d + 1 < docs.size(); ++d) {
+    nlohmann::json seqs = nlohmann::json::array();
+    for (int64_t s = docs[d]; s < docs[d + 1]; ++s) {
+      auto span = ds.Get(s).value();
+      nlohmann::json ids = nlohmann::json::array();
+      for (int64_t i = 0; i < span.length_tokens; ++i) ids.push_back(span[i]);
+      seqs.push_back(ids);
+    }
+    nlohmann::json line = {{"ids", flat && seqs.size() == 1 ? seqs[0] : seqs}, {"n", d}};
+    out += line.dump() + "\n";
+  }
+  return out;
+}
+
+struct PrepCase {
+  std::string corpus;
+  int64_t vocab;
+  bool flat;
+};
+
+class PrepReproducesCorpus : public ::testing::TestWithParam<PrepCase> {};
+
+TEST_P(PrepReproducesCorpus, ByteForByte) {
+  const auto& c = GetParam();
+  const std::string src = GoldenDir() + "/corpora/" + c.corpus;
+  const std::string dir = ScratchDir("prep_" + c.corpus + (c.flat ? "_flat" : "_nested"));
+  ASSERT_TRUE(WriteStringToFile(dir + "/in.jsonl", CorpusToJsonl(src, c.flat)).ok());
+  for (int workers : {1, 2, 3}) {
+    PrepOptions o;
+    o.input = dir + "/in.jsonl";
+    o.output_prefix = dir + "/out" + std::to_string(workers);
+    o.json_key = "ids";
+    o.pretokenized = true;
+    o.vocab_size = c.vocab;
+    o.workers = workers;
+    auto stats = RunPrep(o);
+    ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+    for (const char* ext : {".bin", ".idx"}) {
+      EXPECT_EQ(ReadFileToString(o.output_prefix + ext).value(),
+                ReadFileToString(src + ext).value())
+          << c.corpus << ext << " with " << workers << " workers";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Golden, PrepReproducesCorpus,
+                         ::testing::Values(PrepCase{"corpus_u16", 50000, true},
+                                           PrepCase{"corpus_i32", 128256, true},
+                                           PrepCase{"corpus_i32", 128256, false},
+                                           PrepCase{"corpus_multi", 50000, false},
+                                           PrepCase{"corpus_tiny", 50000, true}));
+
+PrepOptions Pretok(const std::string& dir) {
+  PrepOptions o;
+  o.input = dir + "/in.jsonl";
+  o.output_prefix = dir + "/out";
+  o.pretokenized = true;
+  o.vocab_size = 100;
+  o.workers = 2;
+  return o;
+}
+
+TEST(Prep, ReadsGzipAndAppendsEod) {
+  const std::string dir = ScratchDir("prep_gz");
+  gzFile gz = gzopen((dir + "/in.jsonl.gz").c_str(), "wb");
+  const std::string text = "{\"text\": [1, 2]}\n{\"text\": [[3], [4, 5]]}\n";
+  gzwrite(gz, text.data(), text.size());
+  gzclose(gz);
+  PrepOptions o = Pretok(dir);
+  o.input = dir + "/in.jsonl.gz";
+  o.append_eod = true;
+  o.eod_id = 0;
+  auto s = RunPrep(o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->documents, 2);
+  EXPECT_EQ(s->sequences, 3);
+  auto ds = IndexedDataset::Open(dir + "/out").value();
+  EXPECT_EQ(ds.sequence_lengths().ToVector(), (std::vector<int32_t>{3, 1, 3}));
+  EXPECT_EQ(ds.Get(0).value()[2], 0);   // EOD after the document's only sequence
+  EXPECT_EQ(ds.Get(1).value()[0], 3);   // no EOD after a non-final sequence
+  EXPECT_EQ(ds.Get(2).value()[2], 0);   // EOD after the last sequence
+  EXPECT_EQ(ds.dtype(), DType::kUInt16);
+}
+
+struct BadLine {
+  std::string name;
+  std::string line;
+  std::string message_part;
+};
+
+class PrepBadLine : public ::testing::TestWithParam<BadLine> {};
+
+TEST_P(PrepBadLine, StopsWithLineNumberAndLeavesNothing) {
+  const std::string dir = ScratchDir("prep_bad_" + GetParam().name);
+  ASSERT_TRUE(
+      WriteStringToFile(dir + "/in.jsonl", "{\"text\": [1]}\n" + GetParam().line + "\n").ok());
+  auto s = RunPrep(Pretok(dir));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("line 2"), std::string::npos) << s.status().message();
+  EXPECT_NE(s.status().message().find(GetParam().message_part), std::string::npos)
+      << s.status().message();
+  EXPECT_FALSE(std::filesystem::exists(dir + "/out.bin"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/out.idx"));
+  // Only the input remains: no temporary files either.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 1);
+
+  PrepOptions skip = Pretok(dir);
+  skip.skip_bad_lines = true;
+  auto ok = RunPrep(skip);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->skipped_lines, 1);
+  EXPECT_EQ(ok->documents, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Lines, PrepBadLine,
+    ::testing::Values(BadLine{"not_json", "{text: 1", "not a JSON object"},
+                      BadLine{"missing_key", "{\"other\": [1]}", "missing key 'text'"},
+                      BadLine{"out_of_vocab", "{\"text\": [1, 100]}", "outside the vocabulary"},
+                      BadLine{"negative", "{\"text\": [-1]}", "outside the vocabulary"},
+                      BadLine{"not_ints", "{\"text\": \"words\"}", "not a list of token ids"}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(Prep, RejectsBadOptions) {
+  const std::string dir = ScratchDir("prep_opts");
+  ASSERT_TRUE(WriteStringToFile(dir + "/in.jsonl", "{\"text\": [1]}\n").ok());
+  PrepOptions no_vocab = Pretok(dir);
+  no_vocab.vocab_size.reset();
+  EXPECT_EQ(RunPrep(no_vocab).status().code(), StatusCode::kInvalidArgument);
+  PrepOptions eod = Pretok(dir);
+  eod.append_eod = true;  // pretokenized input has no EOS of its own
+  EXPECT_NE(RunPrep(eod).status().message().find("--eod-id"), std::string::npos);
+  PrepOptions missing = Pretok(dir);
+  missing.input = dir + "/absent.jsonl";
+  EXPECT_EQ(RunPrep(missing).status().code(), StatusCode::kNotFound);
+  PrepOptions model;
+  model.input = dir + "/in.jsonl";
+  model.output_prefix = dir + "/o";
+  model.tokenizer_model = dir + "/none.model";
+  EXPECT_EQ(RunPrep(model).status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace gridfeed::io
