@@ -1,0 +1,24 @@
+// Megatron's blending tables (helpers.cpp build_blending_indices and
+// build_exhaustive_blending_indices): which mid-level dataset serves each top-level position
+// and which of its samples. Pure; thread safe.
+//
+// dataset_index is kept as int32 so more than 32767 sources work (Megatron's int16 wraps);
+// it is written as int16, Megatron's dtype, whenever the source count allows.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace gridfeed::order {
+
+struct BlendTables {
+  std::vector<int32_t> dataset_index;
+  std::vector<int64_t> dataset_sample_index;
+};
+
+// Greedy: at position p pick the k with the largest w_k * max(p, 1) - count_k (first on ties).
+BlendTables BuildBlendingIndices(const std::vector<double>& weights, int64_t size);
+// Exhaustive: weights from the sizes; a dataset leaves the race once all its samples are used.
+BlendTables BuildExhaustiveBlendingIndices(const std::vector<int64_t>& sizes);
+
+}  // namespace gridfeed::order

@@ -1,0 +1,216 @@
+#include "gridfeed/order/dataset_builder.h"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+namespace gridfeed::order {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct Job {
+  int split;
+  size_t mid;
+};
+
+// Builds every mid-level dataset's tables, several at once.
+Status BuildMids(std::array<std::optional<SplitDataset>, 3>& splits, const DatasetConfig& c) {
+  std::vector<Job> jobs;
+  for (int i = 0; i < 3; ++i) {
+    if (!splits[i]) continue;
+    for (size_t k = 0; k < splits[i]->mids.size(); ++k) jobs.push_back({i, k});
+  }
+  std::vector<Status> statuses(jobs.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t j; (j = next.fetch_add(1)) < jobs.size();) {
+      MidDataset& m = splits[jobs[j].split]->mids[jobs[j].mid];
+      GptTablesConfig g;
+      g.seq_length = c.seq_length;
+      g.seed = c.seed;
+      g.add_extra_token = c.add_extra_token;
+      g.drop_last = !(m.split == Split::kValid && !c.drop_last_partial_validation_sequence);
+      g.num_samples = m.num_samples_requested;
+      auto lengths = m.dataset->sequence_lengths();
+      auto t = BuildGptTables([&](int64_t i) { return lengths[static_cast<size_t>(i)]; }, m.begin,
+                              m.end, g, &m.times);
+      if (!t.ok()) {
+        statuses[j] = t.status().WithContext("dataset '" + m.prefix + "' split " +
+                                             kSplitNames[static_cast<int>(m.split)]);
+        continue;
+      }
+      m.tables = std::move(t).value();
+    }
+  };
+  const size_t n_threads = std::min<size_t>(
+      jobs.size(), c.threads > 0 ? c.threads : std::max(1u, std::thread::hardware_concurrency()));
+  {
+    std::vector<std::jthread> pool;
+    for (size_t i = 1; i < n_threads; ++i) pool.emplace_back(worker);
+    worker();
+  }
+  for (auto& s : statuses) GRIDFEED_RETURN_IF_ERROR(s);
+  return Status::Ok();
+}
+
+MidDataset MakeMid(const std::string& prefix, Split split, std::pair<double, double> bookend,
+                   std::optional<int64_t> num_samples,
+                   std::map<std::string, std::shared_ptr<const io::IndexedDataset>>& open) {
+  MidDataset m;
+  m.prefix = prefix;
+  m.split = split;
+  m.dataset = open.at(prefix);
+  std::tie(m.begin, m.end) = BookendToRange(bookend, m.dataset->num_sequences());
+  m.num_samples_requested = num_samples;
+  return m;
+}
+
+}  // namespace
+
+Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
+  BuiltDatasets out;
+  if (c.seq_length <= 0) return InvalidArgument("--seq-length must be positive");
+  const bool per_split =
+      c.split_paths[0].has_value() || c.split_paths[1].has_value() || c.split_paths[2].has_value();
+  if (per_split && c.data_path) {
+    return InvalidArgument("give --data-path or --train/valid/test-data-path, not both");
+  }
+  if (!per_split && !c.data_path) {
+    return InvalidArgument("no data: give --data-path or --train/valid/test-data-path");
+  }
+  // Pad id: the NullTokenizer's pad collides with its EOD -> -1 (Megatron warns too).
+  out.pad_id_used = c.pad_id;
+  if (c.pad_id == c.eod_id) {
+    out.pad_id_used = -1;
+    out.warnings.push_back("pad id " + std::to_string(c.pad_id) +
+                           " equals the EOD id; using pad id -1 like Megatron");
+  }
+
+  // Parse every blend and open every token store once.
+  std::array<std::optional<Blend>, 3> blends;
+  std::optional<Blend> blend;
+  std::map<std::string, std::shared_ptr<const io::IndexedDataset>> open;
+  auto t0 = Clock::now();
+  auto open_all = [&](const Blend& b) -> Status {
+    for (const auto& p : b.prefixes) {
+      if (open.count(p)) continue;
+      GRIDFEED_ASSIGN_OR_RETURN(io::IndexedDataset ds, io::IndexedDataset::Open(p));
+      open[p] = std::make_shared<const io::IndexedDataset>(std::move(ds));
+    }
+    return Status::Ok();
+  };
+  if (per_split) {
+    for (int i = 0; i < 3; ++i) {
+      if (!c.split_paths[i]) continue;
+      GRIDFEED_ASSIGN_OR_RETURN(blends[i], ParseDataPath(*c.split_paths[i]));
+      GRIDFEED_RETURN_IF_ERROR(open_all(*blends[i]));
+    }
+  } else {
+    GRIDFEED_ASSIGN_OR_RETURN(blend, ParseDataPath(*c.data_path));
+    GRIDFEED_RETURN_IF_ERROR(open_all(*blend));
+  }
+  out.seconds_open = Since(t0);
+
+  std::string split_text = c.split.value_or("969, 30, 1");
+  if (!per_split && !c.split) {
+    out.warnings.push_back("no --split given: using Megatron's legacy default \"969, 30, 1\"");
+  }
+  if (!per_split) {
+    GRIDFEED_ASSIGN_OR_RETURN(auto vec, ParseAndNormalizeSplit(split_text));
+    out.split_matrix = SplitVectorToMatrix(vec);
+  }
+
+  // Lay out the datasets of each split (tables are built afterwards, in parallel).
+  for (int i = 0; i < 3; ++i) {
+    const Split split = static_cast<Split>(i);
+    const Blend* b = per_split ? (blends[i] ? &*blends[i] : nullptr) : &*blend;
+    if (b == nullptr) continue;
+    Bookend bookend = per_split ? Bookend(std::make_pair(0.0, 1.0)) : out.split_matrix[i];
+    if (!bookend) continue;
+    SplitDataset sd;
+    if (b->prefixes.size() == 1 && (per_split || !b->weights)) {
+      sd.mids.push_back(MakeMid(b->prefixes[0], split, *bookend, c.sizes[i], open));
+    } else if (b->weights) {
+      if (!c.sizes[i]) {
+        return InvalidArgument(std::string("split ") + kSplitNames[i] +
+                               ": a weighted blend needs a sample count (got none)");
+      }
+      for (double w : *b->weights) {
+        if (!(w > 0)) return InvalidArgument("blend weights must be > 0, got " + std::to_string(w));
+      }
+      const auto w = Normalize(*b->weights);
+      auto per_dataset = SizePerSplitPerDataset(w, c.sizes, c.mid_level_dataset_surplus);
+      sd.blended = true;
+      sd.weights = Normalize(w);
+      int64_t size = 0;
+      for (size_t k = 0; k < w.size(); ++k) {
+        size += static_cast<int64_t>(std::ceil(static_cast<double>(*c.sizes[i]) * w[k]));
+        sd.mids.push_back(MakeMid(b->prefixes[k], split, *bookend, per_dataset[k][i], open));
+      }
+      sd.size = size;
+    } else {
+      sd.blended = true;
+      for (const auto& p : b->prefixes) sd.mids.push_back(MakeMid(p, split, *bookend, std::nullopt, open));
+      sd.size = c.sizes[i];  // completed once the mid lengths are known
+    }
+    out.splits[i] = std::move(sd);
+  }
+
+  t0 = Clock::now();
+  GRIDFEED_RETURN_IF_ERROR(BuildMids(out.splits, c));
+  out.seconds_tables = Since(t0);
+
+  t0 = Clock::now();
+  for (int i = 0; i < 3; ++i) {
+    if (!out.splits[i]) continue;
+    SplitDataset& sd = *out.splits[i];
+    if (!sd.blended) {
+      sd.length = sd.mids[0].tables.num_samples();
+      continue;
+    }
+    const bool weighted = !sd.weights.empty();
+    if (!weighted) {
+      std::vector<double> lengths;
+      std::vector<int64_t> sizes;
+      int64_t total = 0;
+      for (const auto& m : sd.mids) {
+        lengths.push_back(static_cast<double>(m.tables.num_samples()));
+        sizes.push_back(m.tables.num_samples());
+        total += m.tables.num_samples();
+      }
+      sd.weights = Normalize(lengths);
+      if (sd.size) {
+        sd.size = std::min(*sd.size, total);
+        sd.blend = BuildBlendingIndices(sd.weights, *sd.size);
+      } else {
+        sd.blend = BuildExhaustiveBlendingIndices(sizes);
+      }
+    } else {
+      sd.blend = BuildBlendingIndices(sd.weights, *sd.size);
+    }
+    sd.length = static_cast<int64_t>(sd.blend.dataset_index.size());
+    // Every source must have the samples the blend asks of it (Megatron fails mid-run).
+    std::vector<int64_t> needed(sd.mids.size(), 0);
+    for (int64_t p = 0; p < sd.length; ++p) {
+      auto k = static_cast<size_t>(sd.blend.dataset_index[p]);
+      needed[k] = std::max(needed[k], sd.blend.dataset_sample_index[p] + 1);
+    }
+    for (size_t k = 0; k < sd.mids.size(); ++k) {
+      const int64_t have = sd.mids[k].tables.num_samples();
+      if (needed[k] > have) {
+        return FailedPrecondition(
+            std::string("split ") + kSplitNames[i] + ": blend source " + std::to_string(k) + " ('" +
+            sd.mids[k].prefix + "') has " + std::to_string(have) + " samples but the blend needs " +
+            std::to_string(needed[k]) + " (short by " + std::to_string(needed[k] - have) +
+            "); raise --mid-level-dataset-surplus");
+      }
+    }
+  }
+  out.seconds_blend = Since(t0);
+  return out;
+}
+
+}  // namespace gridfeed::order

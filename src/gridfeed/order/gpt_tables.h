@@ -1,0 +1,77 @@
+// The index tables of one Megatron GPTDataset (one prefix, one split): document_index,
+// sample_index and shuffle_index, bit-identical to Megatron-Core, with their dtypes.
+// Pure: the caller passes the sequence lengths (from the token store). Thread safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "gridfeed/core/status.h"
+
+namespace gridfeed::order {
+
+struct GptTablesConfig {
+  int64_t seq_length = 0;
+  uint32_t seed = 0;
+  bool add_extra_token = true;  // x = 1: consecutive samples share one token
+  bool drop_last = true;        // false only for valid with drop_last_partial_validation_sequence off
+  std::optional<int64_t> num_samples;  // none = exactly one epoch
+};
+
+struct GptTables {
+  int64_t num_tokens_per_epoch = 0;
+  int64_t num_epochs = 0;
+  bool separate_final_epoch = false;
+  int64_t num_samples_per_epoch = 0;         // (T - x) // S
+  int64_t num_samples_sans_final_epoch = 0;  // ((E-1) T - x) // S, when E > 1
+  std::vector<int32_t> document_index;
+  // [N + 1, 2] rows (position in document_index, offset); exactly one of the two is used.
+  bool sample_index_is_int64 = false;
+  std::vector<int32_t> sample_index32;
+  std::vector<int64_t> sample_index64;
+  // [N]; uint32 unless N >= 2^32 - 2.
+  bool shuffle_index_is_int64 = false;
+  std::vector<uint32_t> shuffle_index32;
+  std::vector<int64_t> shuffle_index64;
+
+  int64_t num_samples() const {
+    return static_cast<int64_t>(shuffle_index_is_int64 ? shuffle_index64.size()
+                                                       : shuffle_index32.size());
+  }
+  int64_t ShuffleAt(int64_t i) const {
+    return shuffle_index_is_int64 ? shuffle_index64[i] : int64_t{shuffle_index32[i]};
+  }
+  int64_t SampleDoc(int64_t row) const {
+    return sample_index_is_int64 ? sample_index64[2 * row] : sample_index32[2 * row];
+  }
+  int64_t SampleOffset(int64_t row) const {
+    return sample_index_is_int64 ? sample_index64[2 * row + 1] : sample_index32[2 * row + 1];
+  }
+};
+
+// Phase times of one build, in seconds.
+struct GptTablesTimes {
+  double document_index = 0, sample_index = 0, shuffle_index = 0;
+};
+
+// `lengths(i)` is the length of sequence i of the whole low-level dataset; the split uses
+// sequence ids [begin, end). InvalidArgument when the split has no tokens but samples are
+// asked for (Megatron would loop forever).
+Result<GptTables> BuildGptTables(const std::function<int32_t(int64_t)>& lengths, int64_t begin,
+                                 int64_t end, const GptTablesConfig& config,
+                                 GptTablesTimes* times = nullptr);
+
+// Megatron's build_sample_idx (helpers.cpp) on its own, for unit checks.
+template <typename T>
+std::vector<T> BuildSampleIndex(const std::function<int32_t(int64_t)>& lengths,
+                                const std::vector<int32_t>& document_index, int64_t seq_length,
+                                int64_t num_epochs, int64_t tokens_per_epoch, bool drop_last,
+                                bool add_extra_token);
+
+// Number of samples build_sample_idx produces (float32 division without drop_last).
+int64_t SampleCount(int64_t num_epochs, int64_t tokens_per_epoch, int64_t seq_length,
+                    bool drop_last, bool add_extra_token);
+
+}  // namespace gridfeed::order

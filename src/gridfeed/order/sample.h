@@ -1,0 +1,39 @@
+// Assembly of one GPT sample exactly as Megatron's GPTDataset.__getitem__: gather tokens
+// across sequences, pad, split into tokens/labels, masks and positions, pad clean-up.
+// Megatron's loss-mask cache (whose result depends on which item a worker fetched first) is
+// not reproduced: every sample's masks are computed from that sample alone.
+// Pure; thread safe (each call writes only its `out`).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "gridfeed/io/indexed_dataset.h"
+#include "gridfeed/order/gpt_tables.h"
+
+namespace gridfeed::order {
+
+struct SampleOptions {
+  int64_t seq_length = 0;
+  bool add_extra_token = true;
+  int64_t eod_id = 0;
+  int64_t pad_id = -1;  // after the pad/EOD collision check
+  bool reset_position_ids = false;
+  bool reset_attention_mask = false;
+  bool eod_mask_loss = false;
+  bool create_attention_mask = false;
+};
+
+struct Sample {
+  std::vector<int64_t> tokens;        // [S]
+  std::vector<int64_t> labels;        // [S]
+  std::vector<float> loss_mask;       // [S]
+  std::vector<int64_t> position_ids;  // [S]
+  std::vector<uint8_t> attention_mask;  // [S*S], 1 = masked out; empty unless created
+};
+
+// Sample `index` (a position in the dataset, before shuffle_index) of a GPT dataset.
+void AssembleSample(const io::IndexedDataset& dataset, const GptTables& tables, int64_t index,
+                    const SampleOptions& options, Sample* out);
+
+}  // namespace gridfeed::order
