@@ -181,7 +181,8 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
         sizes.push_back(m.tables.num_samples());
         total += m.tables.num_samples();
       }
-      sd.weights = Normalize(lengths);
+      // Like Megatron's BlendedDataset: normalised for a target size, raw for exhaustive.
+      sd.weights = sd.size ? Normalize(lengths) : lengths;
       if (sd.size) {
         sd.size = std::min(*sd.size, total);
         sd.blend = BuildBlendingIndices(sd.weights, *sd.size);

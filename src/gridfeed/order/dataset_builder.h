@@ -50,7 +50,7 @@ struct MidDataset {
 struct SplitDataset {
   bool blended = false;
   std::vector<MidDataset> mids;
-  std::vector<double> weights;    // the BlendedDataset's weights (after its normalisation)
+X
   std::optional<int64_t> size;    // none = exhaustive
   BlendTables blend;
   int64_t length = 0;

@@ -1,5 +1,7 @@
 #include "gridfeed/order/sampler.h"
 
+#include <cstddef>
+
 #include "gridfeed/core/check.h"
 #include "gridfeed/order/numpy_random.h"
 

@@ -2,6 +2,7 @@
 // Thread safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

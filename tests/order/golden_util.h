@@ -1,0 +1,42 @@
+// Helpers for comparing gridfeed's arrays with golden .npy files: same dtype, same shape,
+// same bytes.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "gridfeed/io/file_util.h"
+#include "gridfeed/io/npy.h"
+
+namespace gridfeed::testing {
+
+inline nlohmann::json ReadJson(const std::string& path) {
+  auto text = io::ReadFileToString(path);
+  EXPECT_TRUE(text.ok()) << path;
+  return nlohmann::json::parse(text.ok() ? *text : "null");
+}
+
+// Adds a failure naming the file and the first differing element.
+template <typename T>
+void ExpectNpyEquals(const std::string& path, const std::vector<T>& actual,
+                     const std::vector<int64_t>& shape, const std::string& descr = "") {
+  auto expected = io::ReadNpy(path);
+  ASSERT_TRUE(expected.ok()) << expected.status().ToString();
+  EXPECT_EQ(expected->descr, descr.empty() ? io::NpyDescr<T>() : descr) << path;
+  EXPECT_EQ(expected->shape, shape) << path;
+  auto want = expected->As<T>();
+  ASSERT_EQ(want.size(), actual.size()) << path;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::memcmp(&want[i], &actual[i], sizeof(T)) != 0) {
+      ADD_FAILURE() << path << ": element " << i << " expected " << +want[i] << ", got "
+                    << +actual[i];
+      return;
+    }
+  }
+}
+
+}  // namespace gridfeed::testing
