@@ -50,7 +50,8 @@ struct MidDataset {
 struct SplitDataset {
   bool blended = false;
   std::vector<MidDataset> mids;
-X
+  std::vector<double> weights;  // the BlendedDataset's weights (raw lengths when exhaustive)
+  std::optional<int64_t> size;  // none = exhaustive
   std::optional<int64_t> size;    // none = exhaustive
   BlendTables blend;
   int64_t length = 0;
