@@ -52,7 +52,6 @@ struct SplitDataset {
   std::vector<MidDataset> mids;
   std::vector<double> weights;  // the BlendedDataset's weights (raw lengths when exhaustive)
   std::optional<int64_t> size;  // none = exhaustive
-  std::optional<int64_t> size;    // none = exhaustive
   BlendTables blend;
   int64_t length = 0;
 
