@@ -120,6 +120,9 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
   }
   if (!per_split) {
     GRIDFEED_ASSIGN_OR_RETURN(auto vec, ParseAndNormalizeSplit(split_text));
+    if (!std::isfinite(vec[0]) || !std::isfinite(vec[1]) || !std::isfinite(vec[2])) {
+      return InvalidArgument("--split '" + split_text + "' sums to 0; give at least one positive part");
+    }
     out.split_matrix = SplitVectorToMatrix(vec);
   }
 

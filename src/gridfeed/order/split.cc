@@ -115,7 +115,8 @@ SplitMatrix SplitVectorToMatrix(const std::array<double, 3>& a,
       start = std::max(start, eb[k]);
       end = std::min(end, eb[k + 1]);
     }
-    if (end > start) m[k] = std::make_pair(start, end);
+    // Megatron drops a bookend only when end <= start, so NaN bookends stay (as in Python).
+    if (!(end <= start)) m[k] = std::make_pair(start, end);
   }
   return m;
 }

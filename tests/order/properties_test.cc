@@ -1,0 +1,113 @@
+// Seeded properties of the order core, independent of the golden vectors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "gridfeed/order/gpt_tables.h"
+#include "gridfeed/order/numpy_random.h"
+
+namespace gridfeed::order {
+namespace {
+
+std::vector<int32_t> RandomLengths(uint32_t seed, int n) {
+  std::mt19937 g(seed);
+  std::vector<int32_t> l(n);
+  for (auto& x : l) x = 1 + static_cast<int32_t>(g() % 300);
+  return l;
+}
+
+TEST(Properties, ShuffleIsAPermutation) {
+  for (uint32_t seed : {0u, 1u, 99u}) {
+    for (int64_t n : {0, 1, 2, 3, 100, 4097}) {
+      NumpyRandomState rng(seed);
+      std::vector<int64_t> v(n);
+      std::iota(v.begin(), v.end(), 0);
+      rng.Shuffle(std::span<int64_t>(v));
+      std::vector<int64_t> sorted = v;
+      std::sort(sorted.begin(), sorted.end());
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(sorted[i], i);
+    }
+  }
+  auto p = TorchRandperm(1000, 3);
+  std::sort(p.begin(), p.end());
+  for (int64_t i = 0; i < 1000; ++i) ASSERT_EQ(p[i], i);
+}
+
+TEST(Properties, IntervalStaysInRange) {
+  NumpyRandomState rng(7);
+  for (uint64_t max : {1ull, 2ull, 5ull, 1000ull, 0xffffffffull, 0x100000000ull, 1ull << 40}) {
+    for (int i = 0; i < 200; ++i) ASSERT_LE(rng.Interval(max), max);
+  }
+  EXPECT_EQ(rng.Interval(0), 0u);
+}
+
+class TablesProperty : public ::testing::TestWithParam<std::tuple<bool, int64_t>> {};
+
+TEST_P(TablesProperty, SamplesAreInBoundsAndDeterministic) {
+  const auto [extra, num_samples] = GetParam();
+  auto lengths = RandomLengths(5, 400);
+  auto len = [&](int64_t i) { return lengths[i]; };
+  GptTablesConfig c;
+  c.seq_length = 64;
+  c.seed = 11;
+  c.add_extra_token = extra;
+  c.num_samples = num_samples;
+  auto t = BuildGptTables(len, 10, 390, c).value();
+  const int64_t x = extra ? 1 : 0;
+  ASSERT_GE(t.num_samples(), num_samples);
+  // Shuffle index is a permutation of the samples.
+  std::vector<int64_t> s(t.num_samples());
+  for (int64_t i = 0; i < t.num_samples(); ++i) s[i] = t.ShuffleAt(i);
+  std::sort(s.begin(), s.end());
+  for (int64_t i = 0; i < t.num_samples(); ++i) ASSERT_EQ(s[i], i);
+  // Document index holds each split sequence once per epoch.
+  std::vector<int64_t> counts(400, 0);
+  for (int32_t d : t.document_index) ++counts[d];
+  for (int i = 0; i < 400; ++i) ASSERT_EQ(counts[i], (i >= 10 && i < 390) ? t.num_epochs : 0);
+  // Every sample covers exactly seq_length + x tokens inside the document index.
+  for (int64_t j = 0; j < t.num_samples(); ++j) {
+    const int64_t d0 = t.SampleDoc(j), o0 = t.SampleOffset(j);
+    const int64_t d1 = t.SampleDoc(j + 1), o1 = t.SampleOffset(j + 1);
+    ASSERT_LE(d0, d1);
+    ASSERT_LT(d1, static_cast<int64_t>(t.document_index.size()));
+    int64_t tokens = 0;
+    if (d0 == d1) {
+      tokens = o1 - o0 + x;
+    } else {
+      tokens = lengths[t.document_index[d0]] - o0;
+      for (int64_t d = d0 + 1; d < d1; ++d) tokens += lengths[t.document_index[d]];
+      tokens += o1 + x;
+    }
+    ASSERT_EQ(tokens, c.seq_length + x) << "sample " << j;
+    ASSERT_LE(o1 + x, lengths[t.document_index[d1]]);
+  }
+  // Same seed, same bytes; another seed, another order.
+  auto again = BuildGptTables(len, 10, 390, c).value();
+  EXPECT_EQ(again.document_index, t.document_index);
+  EXPECT_EQ(again.shuffle_index32, t.shuffle_index32);
+  EXPECT_EQ(again.sample_index32, t.sample_index32);
+  c.seed = 12;
+  auto other = BuildGptTables(len, 10, 390, c).value();
+  EXPECT_NE(other.document_index, t.document_index);
+  EXPECT_NE(other.shuffle_index32, t.shuffle_index32);
+}
+
+INSTANTIATE_TEST_SUITE_P(Order, TablesProperty,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Values(int64_t{10}, int64_t{900},
+                                                              int64_t{4000})));
+
+TEST(Properties, EmptySplitWithSamplesIsAnErrorNotAHang) {
+  std::vector<int32_t> lengths = {5, 5};
+  GptTablesConfig c;
+  c.seq_length = 4;
+  c.num_samples = 3;
+  auto t = BuildGptTables([&](int64_t i) { return lengths[i]; }, 1, 1, c);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("no tokens"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gridfeed::order
