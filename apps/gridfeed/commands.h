@@ -13,5 +13,7 @@ using Runner = std::function<Status()>;
 
 Runner RegisterPrep(CLI::App& app);
 Runner RegisterInspect(CLI::App& app);
+Runner RegisterTables(CLI::App& app);
+Runner RegisterSamples(CLI::App& app);
 
 }  // namespace gridfeed::app

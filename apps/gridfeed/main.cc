@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   };
   add(gridfeed::app::RegisterPrep);
   add(gridfeed::app::RegisterInspect);
+  add(gridfeed::app::RegisterTables);
+  add(gridfeed::app::RegisterSamples);
   CLI::App* version = app.add_subcommand("version", "Print the version and the device probe");
   try {
     app.parse(argc, argv);
