@@ -1,0 +1,140 @@
+// Table build for a synthetic corpus of N documents (log-normal lengths, mean ~2048 tokens;
+// only the .idx is real, the .bin is sparse), seq_length 4096, about 1 and 3 epochs.
+// Each phase is reported next to a floor measured on arrays of the same size in the same
+// run: one sequential write of every table and one random-access pass over the document
+// index. GRIDFEED_BENCH_DOCUMENTS sets N (default 10,000,000).
+#include <benchmark/benchmark.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <numeric>
+#include <random>
+
+#include "gridfeed/io/file_util.h"
+#include "gridfeed/io/index_file.h"
+#include "gridfeed/order/dataset_builder.h"
+#include "ratio_reporter.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t NumDocuments() {
+  const char* v = std::getenv("GRIDFEED_BENCH_DOCUMENTS");
+  return v ? std::atoll(v) : 10'000'000;
+}
+
+// Writes PREFIX.idx directly (fast) and a sparse PREFIX.bin of the right size.
+const std::string& Corpus() {
+  static const std::string prefix = [] {
+    const std::string p = (std::filesystem::temp_directory_path() / "gridfeed_tables_bench").string();
+    const int64_t n = NumDocuments();
+    std::mt19937_64 rng(42);
+    // log-normal with mean exp(mu + sigma^2/2) ~ 2048
+    std::lognormal_distribution<double> dist(std::log(2048.0) - 0.5, 1.0);
+    std::vector<int32_t> lengths(n);
+    std::vector<int64_t> pointers(n);
+    int64_t bytes = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      lengths[i] = static_cast<int32_t>(std::clamp(dist(rng), 1.0, 1e6));
+      pointers[i] = bytes;
+      bytes += int64_t{lengths[i]} * 2;
+    }
+    std::vector<int64_t> docs(n + 1);
+    std::iota(docs.begin(), docs.end(), 0);
+    std::string idx(gridfeed::io::kIndexMagic, 9);
+    uint64_t version = 1, s = n, d = n + 1;
+    uint8_t code = 8;
+    idx.append(reinterpret_cast<char*>(&version), 8);
+    idx.append(reinterpret_cast<char*>(&code), 1);
+    idx.append(reinterpret_cast<char*>(&s), 8);
+    idx.append(reinterpret_cast<char*>(&d), 8);
+    idx.append(reinterpret_cast<char*>(lengths.data()), n * 4);
+    idx.append(reinterpret_cast<char*>(pointers.data()), n * 8);
+    idx.append(reinterpret_cast<char*>(docs.data()), (n + 1) * 8);
+    (void)gridfeed::io::WriteStringToFile(p + ".idx", idx);
+    int fd = ::open((p + ".bin").c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+    if (fd < 0 || ::ftruncate(fd, bytes) != 0) std::abort();
+    ::close(fd);
+    return p;
+  }();
+  return prefix;
+}
+
+gridfeed::order::DatasetConfig Config(double epochs) {
+  gridfeed::order::DatasetConfig c;
+  c.data_path = std::vector<std::string>{Corpus()};
+  c.split = "100,0,0";
+  c.seq_length = 4096;
+  c.seed = 1234;
+  // ~2048 tokens per document -> about documents / 2 samples per epoch.
+  c.sizes[0] = static_cast<int64_t>(epochs * static_cast<double>(NumDocuments()) / 2.0 * 0.98);
+  return c;
+}
+
+void BM_Build(benchmark::State& state, double epochs) {
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    auto b = gridfeed::order::BuildDatasets(Config(epochs));
+    if (!b.ok()) {
+      state.SkipWithError(b.status().ToString().c_str());
+      return;
+    }
+    const auto& m = b->splits[0]->mids[0];
+    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - t0).count());
+    state.counters["epochs"] = static_cast<double>(m.tables.num_epochs);
+    state.counters["samples"] = static_cast<double>(m.tables.num_samples());
+    state.counters["doc_idx_s"] = m.times.document_index;
+    state.counters["sample_idx_s"] = m.times.sample_index;
+    state.counters["shuffle_idx_s"] = m.times.shuffle_index;
+    state.counters["open_s"] = b->seconds_open;
+  }
+}
+
+// Floor: write every table once sequentially (same sizes) and one random-access pass
+// reading lengths[document_index[i]].
+void BM_Floor(benchmark::State& state, double epochs) {
+  auto b = gridfeed::order::BuildDatasets(Config(epochs));
+  const auto& m = b->splits[0]->mids[0];
+  const auto lengths = m.dataset->sequence_lengths();
+  const size_t nd = m.tables.document_index.size();
+  const size_t ns = static_cast<size_t>(m.tables.num_samples());
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    std::vector<int32_t> doc(nd);
+    std::iota(doc.begin(), doc.end(), 0);
+    std::vector<int32_t> sample(2 * (ns + 1), 1);
+    std::vector<uint32_t> shuffle(ns);
+    std::iota(shuffle.begin(), shuffle.end(), 0u);
+    const double write_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    auto t1 = Clock::now();
+    int64_t sum = 0;
+    for (size_t i = 0; i < nd; ++i) sum += lengths[static_cast<size_t>(m.tables.document_index[i])];
+    benchmark::DoNotOptimize(sum);
+    benchmark::DoNotOptimize(sample.data());
+    const double random_s = std::chrono::duration<double>(Clock::now() - t1).count();
+    state.SetIterationTime(write_s + random_s);
+    state.counters["write_s"] = write_s;
+    state.counters["random_pass_s"] = random_s;
+  }
+}
+
+BENCHMARK_CAPTURE(BM_Build, epochs1, 1.0)->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
+BENCHMARK_CAPTURE(BM_Floor, epochs1, 1.0)->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
+BENCHMARK_CAPTURE(BM_Build, epochs3, 3.0)->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
+BENCHMARK_CAPTURE(BM_Floor, epochs3, 3.0)->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  gridfeed::bench::RatioReporter reporter(
+      std::vector<std::pair<std::string, std::string>>{{"BM_Build", "BM_Floor"}});
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}
