@@ -14,16 +14,16 @@ void DataFlags::AddFlags(
         copies) {
   auto opt = [&](const std::string& name, auto DataOptions::*member, const std::string& desc) {
     CLI::Option* option = app.add_option(name, o.*member, desc);
-    if (copies) copies->push_back({option, [member](const DataOptions& a, DataOptions& b) {
-                                     b.*member = a.*member;
-                                   }});
+    if (copies)
+      copies->push_back(
+          {option, [member](const DataOptions& a, DataOptions& b) { b.*member = a.*member; }});
     return option;
   };
   auto flag = [&](const std::string& name, bool DataOptions::*member, const std::string& desc) {
     CLI::Option* option = app.add_flag(name, o.*member, desc);
-    if (copies) copies->push_back({option, [member](const DataOptions& a, DataOptions& b) {
-                                     b.*member = a.*member;
-                                   }});
+    if (copies)
+      copies->push_back(
+          {option, [member](const DataOptions& a, DataOptions& b) { b.*member = a.*member; }});
   };
   opt("--data-path", &DataOptions::data_path, "[W1] PREFIX1 [W2 PREFIX2 ...]");
   opt("--train-data-path", &DataOptions::train_data_path, "Per-split blend for train");

@@ -22,9 +22,11 @@ class DataFlags {
   Result<config::DataOptions> Resolve() const;
 
  private:
-  static void AddFlags(CLI::App& app, config::DataOptions& o,
-                       std::vector<std::pair<CLI::Option*, std::function<void(
-                           const config::DataOptions&, config::DataOptions&)>>>* copies);
+  static void AddFlags(
+      CLI::App& app, config::DataOptions& o,
+      std::vector<std::pair<CLI::Option*,
+                            std::function<void(const config::DataOptions&, config::DataOptions&)>>>*
+          copies);
   std::unique_ptr<config::DataOptions> cli_ = std::make_unique<config::DataOptions>();
   std::string config_path_;
   std::vector<std::pair<CLI::Option*,

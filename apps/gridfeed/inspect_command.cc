@@ -21,7 +21,8 @@ struct InspectArgs {
 };
 
 Status RunInspect(const InspectArgs& a) {
-  GRIDFEED_ASSIGN_OR_RETURN(io::IndexedDataset ds, io::IndexedDataset::Open(a.prefix, a.multimodal));
+  GRIDFEED_ASSIGN_OR_RETURN(io::IndexedDataset ds,
+                            io::IndexedDataset::Open(a.prefix, a.multimodal));
   std::vector<int32_t> lengths = ds.sequence_lengths().ToVector();
   std::vector<int32_t> sorted = lengths;
   std::sort(sorted.begin(), sorted.end());
@@ -51,8 +52,9 @@ Status RunInspect(const InspectArgs& a) {
         "  length     min %lld / median %g / max %lld tokens\n",
         a.prefix.c_str(), std::string(io::DTypeName(ds.dtype())).c_str(),
         static_cast<int>(ds.dtype()), static_cast<long long>(ds.num_sequences()),
-        static_cast<long long>(ds.num_documents()), static_cast<unsigned long long>(ds.num_tokens()),
-        static_cast<long long>(min_len), median, static_cast<long long>(max_len));
+        static_cast<long long>(ds.num_documents()),
+        static_cast<unsigned long long>(ds.num_tokens()), static_cast<long long>(min_len), median,
+        static_cast<long long>(max_len));
   }
   if (!a.dump_dir.empty()) {
     GRIDFEED_RETURN_IF_ERROR(io::MakeDirs(a.dump_dir));

@@ -85,7 +85,8 @@ Runner RegisterSamples(CLI::App& app) {
       order::AssembleSample(*m.dataset, m.tables, j, so, &sample);
       tokens.insert(tokens.end(), sample.tokens.begin(), sample.tokens.end());
       labels.insert(labels.end(), sample.labels.begin(), sample.labels.end());
-      position_ids.insert(position_ids.end(), sample.position_ids.begin(), sample.position_ids.end());
+      position_ids.insert(position_ids.end(), sample.position_ids.begin(),
+                          sample.position_ids.end());
       loss_mask.insert(loss_mask.end(), sample.loss_mask.begin(), sample.loss_mask.end());
       mask.insert(mask.end(), sample.attention_mask.begin(), sample.attention_mask.end());
       dataset_id.push_back(static_cast<int16_t>(k));

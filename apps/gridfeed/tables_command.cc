@@ -30,9 +30,10 @@ Status WriteTables(const order::BuiltDatasets& b, const std::string& out) {
       GRIDFEED_RETURN_IF_ERROR(io::MakeDirs(dir));
       GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(dir + "/document_index.npy", t.document_index));
       const int64_t rows = t.num_samples() + 1;
-      GRIDFEED_RETURN_IF_ERROR(t.sample_index_is_int64
-                                   ? io::WriteNpy(dir + "/sample_index.npy", t.sample_index64, {rows, 2})
-                                   : io::WriteNpy(dir + "/sample_index.npy", t.sample_index32, {rows, 2}));
+      GRIDFEED_RETURN_IF_ERROR(
+          t.sample_index_is_int64
+              ? io::WriteNpy(dir + "/sample_index.npy", t.sample_index64, {rows, 2})
+              : io::WriteNpy(dir + "/sample_index.npy", t.sample_index32, {rows, 2}));
       GRIDFEED_RETURN_IF_ERROR(t.shuffle_index_is_int64
                                    ? io::WriteNpy(dir + "/shuffle_index.npy", t.shuffle_index64)
                                    : io::WriteNpy(dir + "/shuffle_index.npy", t.shuffle_index32));

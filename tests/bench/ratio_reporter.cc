@@ -21,8 +21,7 @@ void RatioReporter::Finalize() {
       std::string floor_name = floor + bench_name.substr(name.size());
       auto it = seconds_per_iter_.find(floor_name);
       if (it == seconds_per_iter_.end() || it->second <= 0) continue;
-      std::printf("  %-40s %6.2fx  (%s)\n", bench_name.c_str(), t / it->second,
-                  floor_name.c_str());
+      std::printf("  %-40s %6.2fx  (%s)\n", bench_name.c_str(), t / it->second, floor_name.c_str());
     }
   }
 }

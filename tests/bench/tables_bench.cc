@@ -31,7 +31,8 @@ int64_t NumDocuments() {
 // Writes PREFIX.idx directly (fast) and a sparse PREFIX.bin of the right size.
 const std::string& Corpus() {
   static const std::string prefix = [] {
-    const std::string p = (std::filesystem::temp_directory_path() / "gridfeed_tables_bench").string();
+    const std::string p =
+        (std::filesystem::temp_directory_path() / "gridfeed_tables_bench").string();
     const int64_t n = NumDocuments();
     std::mt19937_64 rng(42);
     // log-normal with mean exp(mu + sigma^2/2) ~ 2048

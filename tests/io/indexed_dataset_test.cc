@@ -98,8 +98,7 @@ INSTANTIATE_TEST_SUITE_P(Corpora, GoldenCorpus,
 
 TEST(IndexedDataset, GetChecksBoundsAndWidens) {
   const std::string prefix = ScratchDir("get") + "/c";
-  gridfeed::testing::WriteCorpus(prefix, DType::kInt32,
-                                 {{{1, 2, 3}, {70000, -5}}, {{6}}});
+  gridfeed::testing::WriteCorpus(prefix, DType::kInt32, {{{1, 2, 3}, {70000, -5}}, {{6}}});
   auto ds = IndexedDataset::Open(prefix);
   ASSERT_TRUE(ds.ok());
   EXPECT_EQ(ds->num_sequences(), 3);

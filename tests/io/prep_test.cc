@@ -101,9 +101,9 @@ TEST(Prep, ReadsGzipAndAppendsEod) {
   EXPECT_EQ(s->sequences, 3);
   auto ds = IndexedDataset::Open(dir + "/out").value();
   EXPECT_EQ(ds.sequence_lengths().ToVector(), (std::vector<int32_t>{3, 1, 3}));
-  EXPECT_EQ(ds.Get(0).value()[2], 0);   // EOD after the document's only sequence
-  EXPECT_EQ(ds.Get(1).value()[0], 3);   // no EOD after a non-final sequence
-  EXPECT_EQ(ds.Get(2).value()[2], 0);   // EOD after the last sequence
+  EXPECT_EQ(ds.Get(0).value()[2], 0);  // EOD after the document's only sequence
+  EXPECT_EQ(ds.Get(1).value()[0], 3);  // no EOD after a non-final sequence
+  EXPECT_EQ(ds.Get(2).value()[2], 0);  // EOD after the last sequence
   EXPECT_EQ(ds.dtype(), DType::kUInt16);
 }
 

@@ -11,19 +11,19 @@
 namespace gridfeed::config {
 
 struct DataOptions {
-  std::vector<std::string> data_path;         // --data-path [W1] P1 [W2 P2 ...]
-  std::vector<std::string> train_data_path;   // --train-data-path (per-split blends)
+  std::vector<std::string> data_path;        // --data-path [W1] P1 [W2 P2 ...]
+  std::vector<std::string> train_data_path;  // --train-data-path (per-split blends)
   std::vector<std::string> valid_data_path;
   std::vector<std::string> test_data_path;
-  std::string split;                          // --split; empty = legacy "969, 30, 1"
-  int64_t seq_length = 0;                     // --seq-length (required)
-  int64_t seed = 1234;                        // --seed
-  std::string train_samples = "none";         // N or "none" (one epoch / exhaustive)
+  std::string split;                   // --split; empty = legacy "969, 30, 1"
+  int64_t seq_length = 0;              // --seq-length (required)
+  int64_t seed = 1234;                 // --seed
+  std::string train_samples = "none";  // N or "none" (one epoch / exhaustive)
   std::string valid_samples = "none";
   std::string test_samples = "none";
-  int64_t vocab_size = 0;                     // --vocab-size (informational; 0 = unknown)
-  int64_t eod_id = 0;                         // --eod-id
-  int64_t pad_id = -1;                        // --pad-id (-1 = none)
+  int64_t vocab_size = 0;  // --vocab-size (informational; 0 = unknown)
+  int64_t eod_id = 0;      // --eod-id
+  int64_t pad_id = -1;     // --pad-id (-1 = none)
   bool reset_position_ids = false;
   bool reset_attention_mask = false;
   bool eod_mask_loss = false;

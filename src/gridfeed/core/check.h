@@ -5,11 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define GRIDFEED_CHECK(cond)                                                             \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
-      std::fprintf(stderr, "gridfeed: CHECK failed at %s:%d: %s\n", __FILE__, __LINE__, \
-                   #cond);                                                               \
-      std::abort();                                                                      \
-    }                                                                                    \
+#define GRIDFEED_CHECK(cond)                                                                    \
+  do {                                                                                          \
+    if (!(cond)) {                                                                              \
+      std::fprintf(stderr, "gridfeed: CHECK failed at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+      std::abort();                                                                             \
+    }                                                                                           \
   } while (0)

@@ -23,10 +23,14 @@ Level LevelFromEnv() {
 
 const char* LevelName(Level l) {
   switch (l) {
-    case Level::kError: return "ERROR";
-    case Level::kWarn: return "WARN";
-    case Level::kInfo: return "INFO";
-    case Level::kDebug: return "DEBUG";
+    case Level::kError:
+      return "ERROR";
+    case Level::kWarn:
+      return "WARN";
+    case Level::kInfo:
+      return "INFO";
+    case Level::kDebug:
+      return "DEBUG";
   }
   return "?";
 }

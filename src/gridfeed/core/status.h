@@ -47,7 +47,9 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status DataLoss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
 inline Status FailedPrecondition(std::string m) {
@@ -61,7 +63,7 @@ inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT
     if (status_.ok()) status_ = Internal("Result constructed from an OK status without a value");
   }
@@ -86,9 +88,9 @@ class [[nodiscard]] Result {
 #define GRIDFEED_CONCAT(a, b) GRIDFEED_CONCAT_INNER(a, b)
 
 // Returns the status from the enclosing function if it is not ok.
-#define GRIDFEED_RETURN_IF_ERROR(expr)                    \
-  do {                                                    \
-    ::gridfeed::Status gridfeed_status_ = (expr);         \
+#define GRIDFEED_RETURN_IF_ERROR(expr)                   \
+  do {                                                   \
+    ::gridfeed::Status gridfeed_status_ = (expr);        \
     if (!gridfeed_status_.ok()) return gridfeed_status_; \
   } while (0)
 

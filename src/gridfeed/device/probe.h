@@ -8,9 +8,9 @@ namespace gridfeed::device {
 struct DeviceProbe {
   bool compiled_with_cuda = false;
   bool compiled_with_nccl = false;
-  int device_count = 0;          // 0 when no driver or no GPU
-  std::string cuda_status;       // the runtime's answer, e.g. "no driver"
-  std::string nccl_version;      // "2.28.3" when compiled with NCCL
+  int device_count = 0;      // 0 when no driver or no GPU
+  std::string cuda_status;   // the runtime's answer, e.g. "no driver"
+  std::string nccl_version;  // "2.28.3" when compiled with NCCL
   // Runs a one-element kernel round trip on device 0; true only with a working GPU.
   bool kernel_ok = false;
 };

@@ -59,8 +59,7 @@ Status AtomicFile::Commit(bool publish) {
 Status AtomicFile::Publish() {
   if (!committed_) return Internal("Publish before Commit for '" + path_ + "'");
   if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
-    return IoError("cannot rename '" + tmp_path_ + "' to '" + path_ + "': " +
-                   std::strerror(errno));
+    return IoError("cannot rename '" + tmp_path_ + "' to '" + path_ + "': " + std::strerror(errno));
   }
   published_ = true;
   return Status::Ok();

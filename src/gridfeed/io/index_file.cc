@@ -103,10 +103,10 @@ Result<IndexView> ParseIndex(std::span<const std::byte> bytes, const std::string
   }
   for (uint64_t i = 1; i < d; ++i) {
     if (view.document_indices[i] < view.document_indices[i - 1]) {
-      return Corrupt(path, "document_indices[" + std::to_string(i) + "]",
-                     "a value >= " + std::to_string(view.document_indices[i - 1]) +
-                         " (non-decreasing)",
-                     std::to_string(view.document_indices[i]));
+      return Corrupt(
+          path, "document_indices[" + std::to_string(i) + "]",
+          "a value >= " + std::to_string(view.document_indices[i - 1]) + " (non-decreasing)",
+          std::to_string(view.document_indices[i]));
     }
   }
   if (view.document_indices[d - 1] != static_cast<int64_t>(s)) {

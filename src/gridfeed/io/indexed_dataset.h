@@ -42,9 +42,7 @@ class IndexedDataset {
   DType dtype() const { return view_.dtype; }
   int64_t num_sequences() const { return static_cast<int64_t>(view_.sequence_lengths.size()); }
   // Documents = document index entries - 1.
-  int64_t num_documents() const {
-    return static_cast<int64_t>(view_.document_indices.size()) - 1;
-  }
+  int64_t num_documents() const { return static_cast<int64_t>(view_.document_indices.size()) - 1; }
   uint64_t num_tokens() const { return view_.total_tokens; }
   LeSpan<int32_t> sequence_lengths() const { return view_.sequence_lengths; }
   LeSpan<int64_t> sequence_pointers() const { return view_.sequence_pointers; }

@@ -6,8 +6,8 @@
 
 namespace gridfeed::io {
 
-Result<IndexedDatasetBuilder> IndexedDatasetBuilder::Create(const std::string& prefix,
-                                                            DType dtype, bool multimodal) {
+Result<IndexedDatasetBuilder> IndexedDatasetBuilder::Create(const std::string& prefix, DType dtype,
+                                                            bool multimodal) {
   GRIDFEED_ASSIGN_OR_RETURN(AtomicFile bin, AtomicFile::Create(prefix + ".bin"));
   return IndexedDatasetBuilder(prefix, dtype, multimodal, std::move(bin));
 }

@@ -38,16 +38,26 @@ int64_t NpyArray::num_elements() const {
 
 std::vector<int64_t> NpyArray::ToInt64() const {
   std::vector<int64_t> out;
-  if (descr == "|u1" || descr == "|b1") Widen<uint8_t>(data, out);
-  else if (descr == "|i1") Widen<int8_t>(data, out);
-  else if (descr == "<i2") Widen<int16_t>(data, out);
-  else if (descr == "<u2") Widen<uint16_t>(data, out);
-  else if (descr == "<i4") Widen<int32_t>(data, out);
-  else if (descr == "<u4") Widen<uint32_t>(data, out);
-  else if (descr == "<i8") Widen<int64_t>(data, out);
-  else if (descr == "<u8") Widen<uint64_t>(data, out);
-  else if (descr == "<f4") Widen<float>(data, out);
-  else if (descr == "<f8") Widen<double>(data, out);
+  if (descr == "|u1" || descr == "|b1")
+    Widen<uint8_t>(data, out);
+  else if (descr == "|i1")
+    Widen<int8_t>(data, out);
+  else if (descr == "<i2")
+    Widen<int16_t>(data, out);
+  else if (descr == "<u2")
+    Widen<uint16_t>(data, out);
+  else if (descr == "<i4")
+    Widen<int32_t>(data, out);
+  else if (descr == "<u4")
+    Widen<uint32_t>(data, out);
+  else if (descr == "<i8")
+    Widen<int64_t>(data, out);
+  else if (descr == "<u8")
+    Widen<uint64_t>(data, out);
+  else if (descr == "<f4")
+    Widen<float>(data, out);
+  else if (descr == "<f8")
+    Widen<double>(data, out);
   return out;
 }
 
@@ -94,8 +104,7 @@ Result<NpyArray> ParseNpy(std::span<const std::byte> bytes, const std::string& p
   const size_t want = static_cast<size_t>(arr.num_elements()) * item;
   const size_t have = bytes.size() - offset - header_len;
   if (have != want) {
-    return bad("data has " + std::to_string(have) + " bytes, shape needs " +
-               std::to_string(want));
+    return bad("data has " + std::to_string(have) + " bytes, shape needs " + std::to_string(want));
   }
   arr.data.assign(bytes.begin() + static_cast<ptrdiff_t>(offset + header_len), bytes.end());
   return arr;

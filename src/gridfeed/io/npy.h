@@ -14,16 +14,46 @@ namespace gridfeed::io {
 
 template <typename T>
 constexpr const char* NpyDescr();
-template <> constexpr const char* NpyDescr<uint8_t>() { return "|u1"; }
-template <> constexpr const char* NpyDescr<int8_t>() { return "|i1"; }
-template <> constexpr const char* NpyDescr<int16_t>() { return "<i2"; }
-template <> constexpr const char* NpyDescr<uint16_t>() { return "<u2"; }
-template <> constexpr const char* NpyDescr<int32_t>() { return "<i4"; }
-template <> constexpr const char* NpyDescr<uint32_t>() { return "<u4"; }
-template <> constexpr const char* NpyDescr<int64_t>() { return "<i8"; }
-template <> constexpr const char* NpyDescr<uint64_t>() { return "<u8"; }
-template <> constexpr const char* NpyDescr<float>() { return "<f4"; }
-template <> constexpr const char* NpyDescr<double>() { return "<f8"; }
+template <>
+constexpr const char* NpyDescr<uint8_t>() {
+  return "|u1";
+}
+template <>
+constexpr const char* NpyDescr<int8_t>() {
+  return "|i1";
+}
+template <>
+constexpr const char* NpyDescr<int16_t>() {
+  return "<i2";
+}
+template <>
+constexpr const char* NpyDescr<uint16_t>() {
+  return "<u2";
+}
+template <>
+constexpr const char* NpyDescr<int32_t>() {
+  return "<i4";
+}
+template <>
+constexpr const char* NpyDescr<uint32_t>() {
+  return "<u4";
+}
+template <>
+constexpr const char* NpyDescr<int64_t>() {
+  return "<i8";
+}
+template <>
+constexpr const char* NpyDescr<uint64_t>() {
+  return "<u8";
+}
+template <>
+constexpr const char* NpyDescr<float>() {
+  return "<f4";
+}
+template <>
+constexpr const char* NpyDescr<double>() {
+  return "<f8";
+}
 
 // Bytes per element of a supported descr, 0 if unsupported.
 size_t NpyItemSize(const std::string& descr);

@@ -126,15 +126,18 @@ Result<PrepStats> RunPrep(const PrepOptions& opt) {
       if (!encoded[i].status.ok()) {
         const std::string where = "'" + opt.input + "' line " + std::to_string(stats.lines);
         if (!opt.skip_bad_lines) {
-          return encoded[i].status.WithContext(where + " (use --skip-bad-lines to skip such lines)");
+          return encoded[i].status.WithContext(where +
+                                               " (use --skip-bad-lines to skip such lines)");
         }
-        if (stats.skipped_lines == 0) stats.first_skipped = where + ": " + encoded[i].status.message();
+        if (stats.skipped_lines == 0)
+          stats.first_skipped = where + ": " + encoded[i].status.message();
         ++stats.skipped_lines;
         continue;
       }
       for (const auto& seq : encoded[i].sequences) {
         Status st = builder.AddItem(seq);
-        if (!st.ok()) return st.WithContext("'" + opt.input + "' line " + std::to_string(stats.lines));
+        if (!st.ok())
+          return st.WithContext("'" + opt.input + "' line " + std::to_string(stats.lines));
         ++stats.sequences;
         stats.tokens += seq.size();
       }

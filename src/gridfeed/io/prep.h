@@ -16,17 +16,17 @@
 namespace gridfeed::io {
 
 struct PrepOptions {
-  std::string input;                    // .jsonl, plain or gzip
-  std::string output_prefix;            // writes PREFIX.bin and PREFIX.idx
+  std::string input;          // .jsonl, plain or gzip
+  std::string output_prefix;  // writes PREFIX.bin and PREFIX.idx
   std::string json_key = "text";
-  std::string tokenizer_model;          // SentencePiece model; empty with `pretokenized`
-  bool pretokenized = false;            // the key holds token ids
-  std::optional<int64_t> vocab_size;    // required with `pretokenized`; decides the dtype
-  bool append_eod = false;              // append eod_id to the last sequence of a document
-  std::optional<int64_t> eod_id;        // default: the tokenizer's EOS
-  bool skip_bad_lines = false;          // count and skip instead of stopping
-  int workers = 0;                      // 0 = all cores
-  bool progress = false;                // live progress line on stderr
+  std::string tokenizer_model;        // SentencePiece model; empty with `pretokenized`
+  bool pretokenized = false;          // the key holds token ids
+  std::optional<int64_t> vocab_size;  // required with `pretokenized`; decides the dtype
+  bool append_eod = false;            // append eod_id to the last sequence of a document
+  std::optional<int64_t> eod_id;      // default: the tokenizer's EOS
+  bool skip_bad_lines = false;        // count and skip instead of stopping
+  int workers = 0;                    // 0 = all cores
+  bool progress = false;              // live progress line on stderr
 };
 
 struct PrepStats {

@@ -19,9 +19,8 @@ class SentencePieceTokenizer final : public Tokenizer {
     std::vector<std::string> texts;
     if (v.is_string()) {
       texts.push_back(v.get<std::string>());
-    } else if (v.is_array() && std::all_of(v.begin(), v.end(), [](const json& e) {
-                 return e.is_string();
-               })) {
+    } else if (v.is_array() &&
+               std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_string(); })) {
       for (const auto& e : v) texts.push_back(e.get<std::string>());
     } else {
       return InvalidArgument("value is not a string or a list of strings");
@@ -75,10 +74,10 @@ class PretokenizedTokenizer final : public Tokenizer {
   Status Fill(const json& list, Sequence* out) const {
     out->reserve(list.size());
     for (const auto& e : list) {
-      if (!e.is_number_integer()) return InvalidArgument("token " + e.dump() + " is not an integer");
-      const int64_t id = e.is_number_unsigned() && e.get<uint64_t>() > INT64_MAX
-                             ? -1
-                             : e.get<int64_t>();
+      if (!e.is_number_integer())
+        return InvalidArgument("token " + e.dump() + " is not an integer");
+      const int64_t id =
+          e.is_number_unsigned() && e.get<uint64_t>() > INT64_MAX ? -1 : e.get<int64_t>();
       if (id < 0 || id >= vocab_size_) {
         return InvalidArgument("token id " + e.dump() + " outside the vocabulary [0, " +
                                std::to_string(vocab_size_) + ")");
@@ -100,8 +99,8 @@ Result<std::unique_ptr<Tokenizer>> MakeSentencePieceTokenizer(const std::string&
   auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
   auto st = sp->Load(model_path);
   if (!st.ok()) {
-    return InvalidArgument("cannot load SentencePiece model '" + model_path + "': " +
-                           st.ToString());
+    return InvalidArgument("cannot load SentencePiece model '" + model_path +
+                           "': " + st.ToString());
   }
   return std::unique_ptr<Tokenizer>(new SentencePieceTokenizer(std::move(sp)));
 }

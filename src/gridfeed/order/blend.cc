@@ -59,7 +59,8 @@ BlendTables BuildExhaustiveBlendingIndices(const std::vector<int64_t>& sizes) {
     const size_t best = active[best_pos];
     t.dataset_index[p] = static_cast<int32_t>(best);
     t.dataset_sample_index[p] = counts[best];
-    if (++counts[best] == sizes[best]) active.erase(active.begin() + static_cast<ptrdiff_t>(best_pos));
+    if (++counts[best] == sizes[best])
+      active.erase(active.begin() + static_cast<ptrdiff_t>(best_pos));
   }
   return t;
 }

@@ -9,7 +9,9 @@ namespace gridfeed::order {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 struct Job {
   int split;
@@ -121,7 +123,8 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
   if (!per_split) {
     GRIDFEED_ASSIGN_OR_RETURN(auto vec, ParseAndNormalizeSplit(split_text));
     if (!std::isfinite(vec[0]) || !std::isfinite(vec[1]) || !std::isfinite(vec[2])) {
-      return InvalidArgument("--split '" + split_text + "' sums to 0; give at least one positive part");
+      return InvalidArgument("--split '" + split_text +
+                             "' sums to 0; give at least one positive part");
     }
     out.split_matrix = SplitVectorToMatrix(vec);
   }
@@ -156,7 +159,8 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
       sd.size = size;
     } else {
       sd.blended = true;
-      for (const auto& p : b->prefixes) sd.mids.push_back(MakeMid(p, split, *bookend, std::nullopt, open));
+      for (const auto& p : b->prefixes)
+        sd.mids.push_back(MakeMid(p, split, *bookend, std::nullopt, open));
       sd.size = c.sizes[i];  // completed once the mid lengths are known
     }
     out.splits[i] = std::move(sd);

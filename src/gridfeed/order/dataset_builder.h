@@ -23,8 +23,9 @@
 namespace gridfeed::order {
 
 struct DatasetConfig {
-  std::optional<std::vector<std::string>> data_path;                  // --data-path tokens
-  std::array<std::optional<std::vector<std::string>>, 3> split_paths;  // --train/valid/test-data-path
+  std::optional<std::vector<std::string>> data_path;  // --data-path tokens
+  std::array<std::optional<std::vector<std::string>>, 3>
+      split_paths;                   // --train/valid/test-data-path
   std::optional<std::string> split;  // --split; none with --data-path = legacy "969, 30, 1"
   std::array<std::optional<int64_t>, 3> sizes;  // samples per split; none = one epoch / exhaustive
   uint32_t seed = 1234;

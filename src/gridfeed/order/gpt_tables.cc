@@ -12,7 +12,9 @@ namespace gridfeed::order {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 // arange(begin, end) repeated `epochs` times, shuffled once as a whole.
 void AppendShuffledEpochs(std::vector<int32_t>& out, int64_t begin, int64_t end, int64_t epochs,
@@ -49,8 +51,8 @@ std::vector<T> BuildSampleIndex(const std::function<int32_t(int64_t)>& lengths,
                                 int64_t num_epochs, int64_t tokens_per_epoch, bool drop_last,
                                 bool add_extra_token) {
   const int64_t x = add_extra_token ? 1 : 0;
-  const int64_t n = SampleCount(num_epochs, tokens_per_epoch, seq_length, drop_last,
-                                add_extra_token);
+  const int64_t n =
+      SampleCount(num_epochs, tokens_per_epoch, seq_length, drop_last, add_extra_token);
   std::vector<T> out(static_cast<size_t>(2 * (n + 1)));
   const int64_t last = static_cast<int64_t>(document_index.size()) - 1;
   int64_t d = 0, offset = 0;
@@ -119,9 +121,11 @@ Result<GptTables> BuildGptTables(const std::function<int32_t(int64_t)>& lengths,
   if (E > 1) {
     t.num_samples_sans_final_epoch = ((E - 1) * T - x) / c.seq_length;
     const int64_t from_final = *c.num_samples - t.num_samples_sans_final_epoch;
-    const int64_t threshold = static_cast<int64_t>(0.80 * static_cast<double>(t.num_samples_per_epoch));
+    const int64_t threshold =
+        static_cast<int64_t>(0.80 * static_cast<double>(t.num_samples_per_epoch));
     if (from_final < 0 || from_final > t.num_samples_per_epoch + 1) {
-      return Internal("separate-final-epoch bounds violated: from_final=" + std::to_string(from_final));
+      return Internal("separate-final-epoch bounds violated: from_final=" +
+                      std::to_string(from_final));
     }
     t.separate_final_epoch = from_final < threshold;
   }

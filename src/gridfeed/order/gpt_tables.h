@@ -16,7 +16,7 @@ struct GptTablesConfig {
   int64_t seq_length = 0;
   uint32_t seed = 0;
   bool add_extra_token = true;  // x = 1: consecutive samples share one token
-  bool drop_last = true;        // false only for valid with drop_last_partial_validation_sequence off
+  bool drop_last = true;  // false only for valid with drop_last_partial_validation_sequence off
   std::optional<int64_t> num_samples;  // none = exactly one epoch
 };
 

@@ -25,10 +25,10 @@ struct SampleOptions {
 };
 
 struct Sample {
-  std::vector<int64_t> tokens;        // [S]
-  std::vector<int64_t> labels;        // [S]
-  std::vector<float> loss_mask;       // [S]
-  std::vector<int64_t> position_ids;  // [S]
+  std::vector<int64_t> tokens;          // [S]
+  std::vector<int64_t> labels;          // [S]
+  std::vector<float> loss_mask;         // [S]
+  std::vector<int64_t> position_ids;    // [S]
   std::vector<uint8_t> attention_mask;  // [S*S], 1 = masked out; empty unless created
 };
 

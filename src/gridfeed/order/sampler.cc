@@ -28,8 +28,8 @@ std::vector<std::vector<int64_t>> PretrainingSamplerBatches(int64_t total, int64
   return out;
 }
 
-RandomSampler::RandomSampler(int64_t total, int64_t consumed, int64_t mbs, int64_t rank,
-                             int64_t dp, bool sharding)
+RandomSampler::RandomSampler(int64_t total, int64_t consumed, int64_t mbs, int64_t rank, int64_t dp,
+                             bool sharding)
     : total_(total), consumed_(consumed), mbs_(mbs), rank_(rank), dp_(dp), sharding_(sharding) {
   StartEpoch();
 }

@@ -56,7 +56,8 @@ std::optional<double> ParsePythonFloat(const std::string& text) {
   std::string clean;
   for (size_t i = 0; i < lower.size(); ++i) {
     if (lower[i] == '_') {
-      if (i == 0 || i + 1 == lower.size() || !std::isdigit(static_cast<unsigned char>(lower[i - 1])) ||
+      if (i == 0 || i + 1 == lower.size() ||
+          !std::isdigit(static_cast<unsigned char>(lower[i - 1])) ||
           !std::isdigit(static_cast<unsigned char>(lower[i + 1]))) {
         return std::nullopt;
       }
