@@ -2,7 +2,8 @@
 // only the .idx is real, the .bin is sparse), seq_length 4096, about 1 and 3 epochs.
 // Each phase is reported next to a floor measured on arrays of the same size in the same
 // run: one sequential write of every table and one random-access pass over the document
-// index. GRIDFEED_BENCH_DOCUMENTS sets N (default 10,000,000).
+// index. GRIDFEED_BENCH_DOCUMENTS sets N (default 10,000,000), GRIDFEED_BENCH_MEAN_TOKENS the
+// mean length, GRIDFEED_BENCH_SAMPLES the 1-epoch sample count.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -23,10 +24,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int64_t NumDocuments() {
-  const char* v = std::getenv("GRIDFEED_BENCH_DOCUMENTS");
-  return v ? std::atoll(v) : 10'000'000;
+int64_t EnvInt(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::atoll(v) : fallback;
 }
+int64_t NumDocuments() { return EnvInt("GRIDFEED_BENCH_DOCUMENTS", 10'000'000); }
+// Mean document length in tokens (GRIDFEED_BENCH_MEAN_TOKENS, default 2048).
+double MeanTokens() { return static_cast<double>(EnvInt("GRIDFEED_BENCH_MEAN_TOKENS", 2048)); }
 
 // Writes PREFIX.idx directly (fast) and a sparse PREFIX.bin of the right size.
 const std::string& Corpus() {
@@ -36,7 +40,7 @@ const std::string& Corpus() {
     const int64_t n = NumDocuments();
     std::mt19937_64 rng(42);
     // log-normal with mean exp(mu + sigma^2/2) ~ 2048
-    std::lognormal_distribution<double> dist(std::log(2048.0) - 0.5, 1.0);
+    std::lognormal_distribution<double> dist(std::log(MeanTokens()) - 0.5, 1.0);
     std::vector<int32_t> lengths(n);
     std::vector<int64_t> pointers(n);
     int64_t bytes = 0;
@@ -72,8 +76,10 @@ gridfeed::order::DatasetConfig Config(double epochs) {
   c.split = "100,0,0";
   c.seq_length = 4096;
   c.seed = 1234;
-  // ~2048 tokens per document -> about documents / 2 samples per epoch.
-  c.sizes[0] = static_cast<int64_t>(epochs * static_cast<double>(NumDocuments()) / 2.0 * 0.98);
+  // About `epochs` epochs; GRIDFEED_BENCH_SAMPLES overrides the 1-epoch sample count.
+  const double per_epoch = static_cast<double>(NumDocuments()) * MeanTokens() / 4096.0;
+  c.sizes[0] = static_cast<int64_t>(epochs * 0.98 * per_epoch);
+  if (epochs == 1.0) c.sizes[0] = EnvInt("GRIDFEED_BENCH_SAMPLES", *c.sizes[0]);
   return c;
 }
 

@@ -191,8 +191,8 @@ TEST_P(GoldenCase, TablesItemsAndBatchesMatchMegatron) {
       for (int64_t k = 0; k < n; ++k) flat.insert(flat.end(), batches[k].begin(), batches[k].end());
       const std::string rd = dir + "/batches/dp_rank_" + std::to_string(r);
       ExpectNpyEquals(rd + "/sample_indices.npy", flat, {n, mbs});
-      ExpectFields(rd, Gather(sd, flat, SampleOptionsFromCase(in, built->pad_id_used)), {n, mbs},
-                   L, sd.blended, std::filesystem::exists(rd + "/attention_mask.npy"));
+      ExpectFields(rd, Gather(sd, flat, SampleOptionsFromCase(in, built->pad_id_used)), {n, mbs}, L,
+                   sd.blended, std::filesystem::exists(rd + "/attention_mask.npy"));
     }
   }
 }

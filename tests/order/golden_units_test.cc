@@ -154,9 +154,9 @@ TEST(GoldenHelpers, BuildSampleIdx) {
     SCOPED_TRACE(dir);
     auto sizes = io::ReadNpy(dir + "/sizes.npy")->As<int32_t>();
     auto doc = io::ReadNpy(dir + "/document_index.npy")->As<int32_t>();
-    auto out = BuildSampleIndex<int32_t>([&](int64_t i) { return sizes[i]; }, doc,
-                                         e["seq_length"], e["num_epochs"], e["tokens_per_epoch"],
-                                         e["drop_last_partial_sequence"],
+    io::LeSpan<int32_t> lengths(reinterpret_cast<const std::byte*>(sizes.data()), sizes.size());
+    auto out = BuildSampleIndex<int32_t>(lengths, doc, e["seq_length"], e["num_epochs"],
+                                         e["tokens_per_epoch"], e["drop_last_partial_sequence"],
                                          e["add_extra_token_to_sequence"]);
     ExpectNpyEquals(dir + "/sample_index.npy", out, {static_cast<int64_t>(out.size() / 2), 2});
   }
@@ -204,8 +204,10 @@ TEST(GoldenRandom, NumpyShuffles) {
         const std::string file = f.get<std::string>();
         ASSERT_TRUE(std::regex_match(file, m, re)) << file;
         const int64_t n = std::stoll(m[3]);
-        if (m[2] == "int32") ExpectNpyEquals(dir + file, Shuffled<int32_t>(rng, n), {n});
-        else ExpectNpyEquals(dir + file, Shuffled<uint32_t>(rng, n), {n});
+        if (m[2] == "int32")
+          ExpectNpyEquals(dir + file, Shuffled<int32_t>(rng, n), {n});
+        else
+          ExpectNpyEquals(dir + file, Shuffled<uint32_t>(rng, n), {n});
       }
       ++chains;
       continue;
@@ -213,9 +215,12 @@ TEST(GoldenRandom, NumpyShuffles) {
     const std::string file = e["file"];
     const int64_t n = e["n"];
     NumpyRandomState rng(e["seed"].get<uint32_t>());
-    if (e["dtype"] == "int64") ExpectNpyEquals(dir + file, Shuffled<int64_t>(rng, n), {n});
-    else if (e["dtype"] == "uint32") ExpectNpyEquals(dir + file, Shuffled<uint32_t>(rng, n), {n});
-    else ExpectNpyEquals(dir + file, Shuffled<int32_t>(rng, n), {n});
+    if (e["dtype"] == "int64")
+      ExpectNpyEquals(dir + file, Shuffled<int64_t>(rng, n), {n});
+    else if (e["dtype"] == "uint32")
+      ExpectNpyEquals(dir + file, Shuffled<uint32_t>(rng, n), {n});
+    else
+      ExpectNpyEquals(dir + file, Shuffled<int32_t>(rng, n), {n});
   }
   EXPECT_GE(chains, 1);
 }

@@ -48,7 +48,7 @@ class TablesProperty : public ::testing::TestWithParam<std::tuple<bool, int64_t>
 TEST_P(TablesProperty, SamplesAreInBoundsAndDeterministic) {
   const auto [extra, num_samples] = GetParam();
   auto lengths = RandomLengths(5, 400);
-  auto len = [&](int64_t i) { return lengths[i]; };
+  io::LeSpan<int32_t> len(reinterpret_cast<const std::byte*>(lengths.data()), lengths.size());
   GptTablesConfig c;
   c.seq_length = 64;
   c.seed = 11;
@@ -104,7 +104,9 @@ TEST(Properties, EmptySplitWithSamplesIsAnErrorNotAHang) {
   GptTablesConfig c;
   c.seq_length = 4;
   c.num_samples = 3;
-  auto t = BuildGptTables([&](int64_t i) { return lengths[i]; }, 1, 1, c);
+  auto t = BuildGptTables(
+      io::LeSpan<int32_t>(reinterpret_cast<const std::byte*>(lengths.data()), lengths.size()), 1, 1,
+      c);
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("no tokens"), std::string::npos);
 }

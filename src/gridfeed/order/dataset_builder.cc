@@ -36,9 +36,7 @@ Status BuildMids(std::array<std::optional<SplitDataset>, 3>& splits, const Datas
       g.add_extra_token = c.add_extra_token;
       g.drop_last = !(m.split == Split::kValid && !c.drop_last_partial_validation_sequence);
       g.num_samples = m.num_samples_requested;
-      auto lengths = m.dataset->sequence_lengths();
-      auto t = BuildGptTables([&](int64_t i) { return lengths[static_cast<size_t>(i)]; }, m.begin,
-                              m.end, g, &m.times);
+      auto t = BuildGptTables(m.dataset->sequence_lengths(), m.begin, m.end, g, &m.times);
       if (!t.ok()) {
         statuses[j] = t.status().WithContext("dataset '" + m.prefix + "' split " +
                                              kSplitNames[static_cast<int>(m.split)]);

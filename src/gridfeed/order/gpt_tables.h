@@ -4,11 +4,11 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <vector>
 
 #include "gridfeed/core/status.h"
+#include "gridfeed/io/le_span.h"
 
 namespace gridfeed::order {
 
@@ -56,16 +56,19 @@ struct GptTablesTimes {
   double document_index = 0, sample_index = 0, shuffle_index = 0;
 };
 
-// `lengths(i)` is the length of sequence i of the whole low-level dataset; the split uses
+// `lengths[i]` is the length of sequence i of the whole low-level dataset; the split uses
 // sequence ids [begin, end). InvalidArgument when the split has no tokens but samples are
 // asked for (Megatron would loop forever).
-Result<GptTables> BuildGptTables(const std::function<int32_t(int64_t)>& lengths, int64_t begin,
-                                 int64_t end, const GptTablesConfig& config,
-                                 GptTablesTimes* times = nullptr);
+//
+// Uses two threads: one draws every random number in Megatron's order (document-index swap
+// targets, then the shuffle index, whose length follows from the token count alone), the
+// other applies the document-index swaps and builds the sample index.
+Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int64_t end,
+                                 const GptTablesConfig& config, GptTablesTimes* times = nullptr);
 
 // Megatron's build_sample_idx (helpers.cpp) on its own, for unit checks.
 template <typename T>
-std::vector<T> BuildSampleIndex(const std::function<int32_t(int64_t)>& lengths,
+std::vector<T> BuildSampleIndex(io::LeSpan<int32_t> lengths,
                                 const std::vector<int32_t>& document_index, int64_t seq_length,
                                 int64_t num_epochs, int64_t tokens_per_epoch, bool drop_last,
                                 bool add_extra_token);

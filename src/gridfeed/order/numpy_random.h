@@ -4,19 +4,36 @@
 // Local; an object is used by one thread at a time.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
-#include <random>
 #include <span>
 #include <vector>
 
 namespace gridfeed::order {
 
+// MT19937 (the output of std::mt19937), generating and tempering 624 words at a time, which
+// vectorises and measured about 2x faster than std::mt19937 one call at a time.
+class Mt19937 {
+ public:
+  explicit Mt19937(uint32_t seed);  // init_genrand, as numpy's integer seeding
+  uint32_t operator()() {
+    if (pos_ == kN) Generate();
+    return out_[pos_++];
+  }
+
+ private:
+  static constexpr int kN = 624;
+  void Generate();
+  uint32_t state_[kN];
+  uint32_t out_[kN];
+  int pos_ = kN;
+};
+
 class NumpyRandomState {
  public:
-  // numpy's integer seeding equals std::mt19937's init_genrand.
   explicit NumpyRandomState(uint32_t seed) : mt_(seed) {}
 
-  uint32_t Next32() { return static_cast<uint32_t>(mt_()); }
+  uint32_t Next32() { return mt_(); }
   // Two draws, the first one becomes the high half (numpy's mt19937_next64).
   uint64_t Next64() {
     const uint64_t hi = Next32();
@@ -25,6 +42,15 @@ class NumpyRandomState {
   // A value in [0, max] by masked rejection (numpy's random_interval): 32-bit draws while
   // max fits in 32 bits, 64-bit draws above.
   uint64_t Interval(uint64_t max);
+  // The same for max < 2^32 (always 32-bit draws), inline for the hot shuffle loops.
+  uint32_t Interval32(uint32_t max) {
+    if (max == 0) return 0;
+    const uint32_t mask = 0xffffffffu >> __builtin_clz(max);
+    uint32_t value;
+    while ((value = (Next32() & mask)) > max) {
+    }
+    return value;
+  }
 
   // RandomState.shuffle of a 1-D array: for i = n-1 .. 1, swap x[i] with x[Interval(i)].
   // The permutation does not depend on T. Swap targets are drawn a block ahead and
@@ -33,7 +59,7 @@ class NumpyRandomState {
   void Shuffle(std::span<T> x);
 
  private:
-  std::mt19937 mt_;
+  Mt19937 mt_;
 };
 
 // torch.randperm(n) with a CPU generator seeded with `seed` (forward Fisher-Yates with a
@@ -49,7 +75,9 @@ void NumpyRandomState::Shuffle(std::span<T> x) {
   while (i > 1) {
     const size_t block = std::min(kAhead, i - 1);
     for (size_t k = 0; k < block; ++k) {
-      targets[k] = static_cast<size_t>(Interval(i - 1 - k));
+      const size_t max = i - 1 - k;
+      targets[k] = max <= 0xffffffffu ? Interval32(static_cast<uint32_t>(max))
+                                      : static_cast<size_t>(Interval(max));
       __builtin_prefetch(&x[targets[k]], 1);
     }
     for (size_t k = 0; k < block; ++k) {

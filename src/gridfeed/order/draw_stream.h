@@ -1,0 +1,63 @@
+// DrawStream: a single-producer/single-consumer stream of Fisher-Yates swap targets.
+// One thread draws the targets of a numpy shuffle (the serial RNG work) while another applies
+// the swaps, so the document-index shuffle uses both cores without changing a single draw.
+// Thread safety: Push* from one thread, Pop from one other thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+namespace gridfeed::order {
+
+class DrawStream {
+ public:
+  static constexpr size_t kChunk = size_t{1} << 14;
+  static constexpr size_t kChunks = 16;
+  static constexpr size_t kSize = kChunk * kChunks;  // a power of two: indices are masked
+
+  DrawStream() : buffer_(kSize) {}
+
+  // Producer: appends one target; publishes whole chunks (and the tail on Finish).
+  void Push(uint32_t target) {
+    buffer_[written_ & (kSize - 1)] = target;
+    if (++written_ % kChunk == 0) Publish();
+  }
+  void Finish() { Publish(); }
+
+  // Consumer: the next target (blocks until the producer has published it).
+  uint32_t Pop() {
+    if (read_ == available_) Acquire();
+    return buffer_[read_++ & (kSize - 1)];
+  }
+
+ private:
+  void Publish() {
+    // Wait while the consumer is a whole ring behind.
+    for (uint64_t c = consumed_.load(std::memory_order_acquire); written_ - c > kSize - kChunk;
+         c = consumed_.load(std::memory_order_acquire)) {
+      consumed_.wait(c, std::memory_order_acquire);
+    }
+    published_.store(written_, std::memory_order_release);
+    published_.notify_one();
+  }
+  void Acquire() {
+    consumed_.store(read_, std::memory_order_release);
+    consumed_.notify_one();
+    uint64_t p;
+    while ((p = published_.load(std::memory_order_acquire)) == read_) {
+      published_.wait(p, std::memory_order_acquire);
+    }
+    available_ = p;
+  }
+
+  std::vector<uint32_t> buffer_;
+  // Producer and consumer state live on separate cache lines (no false sharing).
+  alignas(64) uint64_t written_ = 0;
+  alignas(64) uint64_t read_ = 0;
+  uint64_t available_ = 0;
+  alignas(64) std::atomic<uint64_t> published_{0};
+  alignas(64) std::atomic<uint64_t> consumed_{0};
+};
+
+}  // namespace gridfeed::order
