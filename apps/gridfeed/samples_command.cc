@@ -82,7 +82,7 @@ Runner RegisterSamples(CLI::App& app) {
     for (int64_t p : pos) {
       auto [k, j] = sd.Locate(p);
       const auto& m = sd.mids[k];
-      order::AssembleSample(*m.dataset, m.tables, j, so, &sample);
+      order::AssembleSample(*m.dataset, m.tables.View(), j, so, &sample);
       tokens.insert(tokens.end(), sample.tokens.begin(), sample.tokens.end());
       labels.insert(labels.end(), sample.labels.begin(), sample.labels.end());
       position_ids.insert(position_ids.end(), sample.position_ids.begin(),

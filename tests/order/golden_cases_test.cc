@@ -80,7 +80,7 @@ Fields Gather(const SplitDataset& sd, const std::vector<int64_t>& positions,
   for (int64_t p : positions) {
     auto [k, j] = sd.Locate(p);
     const MidDataset& m = sd.mids[k];
-    AssembleSample(*m.dataset, m.tables, j, o, &s);
+    AssembleSample(*m.dataset, m.tables.View(), j, o, &s);
     f.Add(s, k);
   }
   return f;

@@ -64,7 +64,7 @@ template <typename T>
 std::vector<T> BuildSampleIndex(io::LeSpan<int32_t> lengths,
                                 const std::vector<int32_t>& document_index, int64_t seq_length,
                                 int64_t num_epochs, int64_t tokens_per_epoch, bool drop_last,
-                                bool add_extra_token) {
+                                bool add_extra_token, int64_t first_sequence) {
   const int64_t x = add_extra_token ? 1 : 0;
   const int64_t n =
       SampleCount(num_epochs, tokens_per_epoch, seq_length, drop_last, add_extra_token);
@@ -76,7 +76,7 @@ std::vector<T> BuildSampleIndex(io::LeSpan<int32_t> lengths,
   // faster here, unlike the swaps).
   constexpr int64_t kAhead = 48;
   auto length_of = [&](int64_t d) {
-    return int64_t{lengths[static_cast<size_t>(document_index[d])]};
+    return int64_t{lengths[static_cast<size_t>(document_index[d] - first_sequence)]};
   };
   int64_t d = 0, offset = 0;
   out[0] = 0;
@@ -85,7 +85,8 @@ std::vector<T> BuildSampleIndex(io::LeSpan<int32_t> lengths,
     int64_t remaining = seq_length + x;
     while (remaining != 0) {
       if (d + kAhead < doc_count) {
-        __builtin_prefetch(length_bytes + 4 * static_cast<size_t>(document_index[d + kAhead]));
+        __builtin_prefetch(length_bytes +
+                           4 * static_cast<size_t>(document_index[d + kAhead] - first_sequence));
       }
       const int64_t doc_length = length_of(d) - offset;
       remaining -= doc_length;
@@ -109,10 +110,10 @@ std::vector<T> BuildSampleIndex(io::LeSpan<int32_t> lengths,
 
 template std::vector<int32_t> BuildSampleIndex<int32_t>(io::LeSpan<int32_t>,
                                                         const std::vector<int32_t>&, int64_t,
-                                                        int64_t, int64_t, bool, bool);
+                                                        int64_t, int64_t, bool, bool, int64_t);
 template std::vector<int64_t> BuildSampleIndex<int64_t>(io::LeSpan<int32_t>,
                                                         const std::vector<int32_t>&, int64_t,
-                                                        int64_t, int64_t, bool, bool);
+                                                        int64_t, int64_t, bool, bool, int64_t);
 
 Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int64_t end,
                                  const GptTablesConfig& c, GptTablesTimes* times) {
@@ -212,13 +213,20 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   }
   const double doc_seconds = Since(t0);
   t0 = Clock::now();
+  // The sample index reads lengths at random: from anonymous memory (huge pages) rather than
+  // the file mapping, whose 4 KiB pages make every read a TLB miss on large corpora.
+  std::vector<int32_t> dense(static_cast<size_t>(n_seq));
+  for (int64_t i = begin; i < end; ++i) dense[i - begin] = lengths[static_cast<size_t>(i)];
+  const io::LeSpan<int32_t> dense_lengths(reinterpret_cast<const std::byte*>(dense.data()),
+                                          dense.size());
   if (t.sample_index_is_int64) {
-    t.sample_index64 = BuildSampleIndex<int64_t>(lengths, t.document_index, c.seq_length, E, T,
-                                                 c.drop_last, c.add_extra_token);
+    t.sample_index64 = BuildSampleIndex<int64_t>(dense_lengths, t.document_index, c.seq_length, E,
+                                                 T, c.drop_last, c.add_extra_token, begin);
   } else {
-    t.sample_index32 = BuildSampleIndex<int32_t>(lengths, t.document_index, c.seq_length, E, T,
-                                                 c.drop_last, c.add_extra_token);
+    t.sample_index32 = BuildSampleIndex<int32_t>(dense_lengths, t.document_index, c.seq_length, E,
+                                                 T, c.drop_last, c.add_extra_token, begin);
   }
+  std::vector<int32_t>().swap(dense);
   const double sample_seconds = Since(t0);
   drawer.join();
   if (times) {

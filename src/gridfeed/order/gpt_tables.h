@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "gridfeed/core/status.h"
@@ -18,6 +19,31 @@ struct GptTablesConfig {
   bool add_extra_token = true;  // x = 1: consecutive samples share one token
   bool drop_last = true;  // false only for valid with drop_last_partial_validation_sequence off
   std::optional<int64_t> num_samples;  // none = exactly one epoch
+};
+
+// A read-only view of one dataset's tables, wherever they live (a GptTables, or a table image
+// in a node-shared window). Valid as long as the viewed memory.
+struct GptTablesView {
+  std::span<const int32_t> document_index;
+  std::span<const int32_t> sample_index32;  // exactly one of the two is non-empty
+  std::span<const int64_t> sample_index64;
+  std::span<const uint32_t> shuffle_index32;  // exactly one of the two is used
+  std::span<const int64_t> shuffle_index64;
+  bool shuffle_index_is_int64 = false;
+
+  int64_t num_samples() const {
+    return static_cast<int64_t>(shuffle_index_is_int64 ? shuffle_index64.size()
+                                                       : shuffle_index32.size());
+  }
+  int64_t ShuffleAt(int64_t i) const {
+    return shuffle_index_is_int64 ? shuffle_index64[i] : int64_t{shuffle_index32[i]};
+  }
+  int64_t SampleDoc(int64_t row) const {
+    return sample_index64.empty() ? sample_index32[2 * row] : sample_index64[2 * row];
+  }
+  int64_t SampleOffset(int64_t row) const {
+    return sample_index64.empty() ? sample_index32[2 * row + 1] : sample_index64[2 * row + 1];
+  }
 };
 
 struct GptTables {
@@ -36,19 +62,14 @@ struct GptTables {
   std::vector<uint32_t> shuffle_index32;
   std::vector<int64_t> shuffle_index64;
 
-  int64_t num_samples() const {
-    return static_cast<int64_t>(shuffle_index_is_int64 ? shuffle_index64.size()
-                                                       : shuffle_index32.size());
+  GptTablesView View() const {
+    return {document_index,  sample_index32,  sample_index64,
+            shuffle_index32, shuffle_index64, shuffle_index_is_int64};
   }
-  int64_t ShuffleAt(int64_t i) const {
-    return shuffle_index_is_int64 ? shuffle_index64[i] : int64_t{shuffle_index32[i]};
-  }
-  int64_t SampleDoc(int64_t row) const {
-    return sample_index_is_int64 ? sample_index64[2 * row] : sample_index32[2 * row];
-  }
-  int64_t SampleOffset(int64_t row) const {
-    return sample_index_is_int64 ? sample_index64[2 * row + 1] : sample_index32[2 * row + 1];
-  }
+  int64_t num_samples() const { return View().num_samples(); }
+  int64_t ShuffleAt(int64_t i) const { return View().ShuffleAt(i); }
+  int64_t SampleDoc(int64_t row) const { return View().SampleDoc(row); }
+  int64_t SampleOffset(int64_t row) const { return View().SampleOffset(row); }
 };
 
 // Phase times of one build, in seconds.
@@ -66,12 +87,13 @@ struct GptTablesTimes {
 Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int64_t end,
                                  const GptTablesConfig& config, GptTablesTimes* times = nullptr);
 
-// Megatron's build_sample_idx (helpers.cpp) on its own, for unit checks.
+// Megatron's build_sample_idx (helpers.cpp) on its own. `lengths[i - first_sequence]` is the
+// length of sequence i.
 template <typename T>
 std::vector<T> BuildSampleIndex(io::LeSpan<int32_t> lengths,
                                 const std::vector<int32_t>& document_index, int64_t seq_length,
                                 int64_t num_epochs, int64_t tokens_per_epoch, bool drop_last,
-                                bool add_extra_token);
+                                bool add_extra_token, int64_t first_sequence = 0);
 
 // Number of samples build_sample_idx produces (float32 division without drop_last).
 int64_t SampleCount(int64_t num_epochs, int64_t tokens_per_epoch, int64_t seq_length,

@@ -4,7 +4,7 @@
 
 namespace gridfeed::order {
 
-void AssembleSample(const io::IndexedDataset& ds, const GptTables& t, int64_t index,
+void AssembleSample(const io::IndexedDataset& ds, const GptTablesView& t, int64_t index,
                     const SampleOptions& o, Sample* out) {
   const int64_t S = o.seq_length;
   const int64_t x = o.add_extra_token ? 1 : 0;

@@ -33,7 +33,7 @@ struct Sample {
 };
 
 // Sample `index` (a position in the dataset, before shuffle_index) of a GPT dataset.
-void AssembleSample(const io::IndexedDataset& dataset, const GptTables& tables, int64_t index,
+void AssembleSample(const io::IndexedDataset& dataset, const GptTablesView& tables, int64_t index,
                     const SampleOptions& options, Sample* out);
 
 }  // namespace gridfeed::order

@@ -1,0 +1,56 @@
+#include "gridfeed/dist/agree.h"
+
+#include <algorithm>
+#include <climits>
+
+namespace gridfeed::dist {
+
+Status MpiStatus(int code, const char* call) {
+  if (code == MPI_SUCCESS) return Status::Ok();
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  return Status(StatusCode::kAborted, std::string(call) + " failed: " + std::string(text, len));
+}
+
+Status BroadcastString(MPI_Comm comm, int root, std::string* s) {
+  uint64_t n = s->size();
+  GRIDFEED_RETURN_IF_ERROR(MpiStatus(MPI_Bcast(&n, 1, MPI_UINT64_T, root, comm), "MPI_Bcast"));
+  s->resize(n);
+  return BroadcastBytes(comm, root, std::as_writable_bytes(std::span(s->data(), s->size())));
+}
+
+Status BroadcastStatus(MPI_Comm comm, int root, const Status& status) {
+  int code = static_cast<int>(status.code());
+  GRIDFEED_RETURN_IF_ERROR(MpiStatus(MPI_Bcast(&code, 1, MPI_INT, root, comm), "MPI_Bcast"));
+  std::string message = status.message();
+  GRIDFEED_RETURN_IF_ERROR(BroadcastString(comm, root, &message));
+  if (code == 0) return Status::Ok();
+  return Status(static_cast<StatusCode>(code), message);
+}
+
+Status AgreeOnStatus(MPI_Comm comm, const Status& local, int rank_name) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  int mine = local.ok() ? INT_MAX : rank;
+  int first = INT_MAX;
+  GRIDFEED_RETURN_IF_ERROR(
+      MpiStatus(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce"));
+  if (first == INT_MAX) return Status::Ok();
+  int name = rank_name;
+  GRIDFEED_RETURN_IF_ERROR(MpiStatus(MPI_Bcast(&name, 1, MPI_INT, first, comm), "MPI_Bcast"));
+  Status s = local.ok() ? Status() : local.WithContext("rank " + std::to_string(name));
+  return BroadcastStatus(comm, first, s);
+}
+
+Status BroadcastBytes(MPI_Comm comm, int root, std::span<std::byte> bytes) {
+  constexpr size_t kChunk = size_t{1} << 30;  // well below INT_MAX
+  for (size_t at = 0; at < bytes.size(); at += kChunk) {
+    const int n = static_cast<int>(std::min(kChunk, bytes.size() - at));
+    GRIDFEED_RETURN_IF_ERROR(
+        MpiStatus(MPI_Bcast(bytes.data() + at, n, MPI_BYTE, root, comm), "MPI_Bcast"));
+  }
+  return Status::Ok();
+}
+
+}  // namespace gridfeed::dist

@@ -1,0 +1,35 @@
+// Agreement and status-first broadcasts: the building blocks that make a failure on any rank
+// end the same way on every rank instead of leaving peers in a collective forever.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gridfeed/core/status.h"
+
+namespace gridfeed::dist {
+
+// Collective on `comm`. Every rank passes its local status; every rank returns the same:
+// OK if all were OK, else the failure of the lowest failing rank, prefixed with "rank R: "
+// (R its rank in `comm`'s `rank_name` numbering, e.g. the world rank).
+Status AgreeOnStatus(MPI_Comm comm, const Status& local, int rank_name);
+
+// Collective on `comm`: broadcasts `status` from `root` (code and message) so every rank
+// returns it; non-roots pass anything.
+Status BroadcastStatus(MPI_Comm comm, int root, const Status& status);
+
+// Collective on `comm`: broadcasts `bytes` from `root` in chunks below INT_MAX.
+// REQUIRES: the same size on every rank.
+Status BroadcastBytes(MPI_Comm comm, int root, std::span<std::byte> bytes);
+
+// Collective on `comm`: broadcasts a string from `root`.
+Status BroadcastString(MPI_Comm comm, int root, std::string* s);
+
+// MPI error code -> Status naming the call.
+Status MpiStatus(int code, const char* call);
+
+}  // namespace gridfeed::dist
