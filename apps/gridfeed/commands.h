@@ -15,5 +15,6 @@ Runner RegisterPrep(CLI::App& app);
 Runner RegisterInspect(CLI::App& app);
 Runner RegisterTables(CLI::App& app);
 Runner RegisterSamples(CLI::App& app);
+Runner RegisterRun(CLI::App& app);
 
 }  // namespace gridfeed::app

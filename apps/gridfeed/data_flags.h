@@ -9,8 +9,7 @@
 
 #include "gridfeed/config/data_options.h"
 #include "gridfeed/core/status.h"
-#include "gridfeed/order/dataset_builder.h"
-#include "gridfeed/order/sample.h"
+#include "gridfeed/feed/data_build.h"
 
 namespace gridfeed::app {
 
@@ -34,9 +33,7 @@ class DataFlags {
       copies_;
 };
 
-Result<order::DatasetConfig> ToDatasetConfig(const config::DataOptions& o);
-order::SampleOptions ToSampleOptions(const config::DataOptions& o, int64_t pad_id_used);
-// Builds, logs warnings and phase times on stderr.
-Result<order::BuiltDatasets> BuildFromOptions(const config::DataOptions& o);
+using feed::BuildFromOptions;
+using feed::ToSampleOptions;
 
 }  // namespace gridfeed::app

@@ -60,3 +60,34 @@ Result<int64_t> ParseSampleCount(const std::string& flag, const std::string& val
 }
 
 }  // namespace gridfeed::config
+
+#include <nlohmann/json.hpp>
+
+namespace gridfeed::config {
+
+std::string CanonicalText(const DataOptions& o) {
+  nlohmann::json j = {
+      {"data-path", o.data_path},
+      {"train-data-path", o.train_data_path},
+      {"valid-data-path", o.valid_data_path},
+      {"test-data-path", o.test_data_path},
+      {"split", o.split},
+      {"seq-length", o.seq_length},
+      {"seed", o.seed},
+      {"train-samples", o.train_samples},
+      {"valid-samples", o.valid_samples},
+      {"test-samples", o.test_samples},
+      {"vocab-size", o.vocab_size},
+      {"eod-id", o.eod_id},
+      {"pad-id", o.pad_id},
+      {"reset-position-ids", o.reset_position_ids},
+      {"reset-attention-mask", o.reset_attention_mask},
+      {"eod-mask-loss", o.eod_mask_loss},
+      {"create-attention-mask", o.create_attention_mask},
+      {"no-add-extra-token", o.no_add_extra_token},
+      {"no-drop-last-partial-validation-sequence", o.no_drop_last_partial_validation_sequence},
+      {"mid-level-dataset-surplus", o.mid_level_dataset_surplus}};
+  return j.dump();  // nlohmann::json objects keep keys sorted
+}
+
+}  // namespace gridfeed::config

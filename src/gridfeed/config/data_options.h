@@ -41,3 +41,10 @@ Result<std::vector<std::string>> YamlToArgs(const std::string& path);
 Result<int64_t> ParseSampleCount(const std::string& flag, const std::string& value);
 
 }  // namespace gridfeed::config
+
+namespace gridfeed::config {
+
+// Every option as canonical JSON (sorted keys): equal text = equal configuration.
+std::string CanonicalText(const DataOptions& o);
+
+}  // namespace gridfeed::config

@@ -1,0 +1,231 @@
+// gridfeed run: the feeder without a trainer, under mpirun/srun. Consumes global batches,
+// checks on every rank what it received (TP peers identical, DP ranks disjoint and covering
+// each step, CP ranks on the same samples), reports start-up and steady-state rates, and
+// with --dump writes what every rank received.
+#include <mpi.h>
+#include <xxhash.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "data_flags.h"
+#include "gridfeed/core/log.h"
+#include "gridfeed/dist/agree.h"
+#include "gridfeed/feed/feeder.h"
+#include "gridfeed/io/file_util.h"
+#include "gridfeed/io/npy.h"
+
+namespace gridfeed::app {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct RunArgs {
+  feed::FeederOptions feeder;
+  int64_t train_iters = 10;
+  std::string dump_dir;
+  int kill_rank = -1, kill_step = -1;
+};
+
+struct Dump {
+  std::vector<int64_t> sample_indices, tokens, position_ids, labels;
+  std::vector<float> loss_mask;
+  std::vector<uint8_t> attention_mask;
+  int64_t count = 0;
+  void Add(const feed::MicroBatch& mb) {
+    ++count;
+    auto add = [](auto& to, const auto& from) { to.insert(to.end(), from.begin(), from.end()); };
+    add(sample_indices, mb.sample_indices);
+    add(tokens, mb.tokens);
+    add(position_ids, mb.position_ids);
+    add(labels, mb.labels);
+    add(loss_mask, mb.loss_mask);
+    add(attention_mask, mb.attention_mask);
+  }
+};
+
+uint64_t Hash(const feed::MicroBatch& mb) {
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_64bits_reset(st);
+  auto add = [&](const auto& v) { XXH3_64bits_update(st, v.data(), v.size() * sizeof(v[0])); };
+  add(mb.sample_indices);
+  add(mb.tokens);
+  add(mb.position_ids);
+  add(mb.labels);
+  add(mb.loss_mask);
+  add(mb.attention_mask);
+  const uint64_t h = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  return h;
+}
+
+// Collective on comm: true if every rank passed the same value.
+bool AllEqual(MPI_Comm comm, uint64_t v) {
+  uint64_t lo = 0, hi = 0;
+  MPI_Allreduce(&v, &lo, 1, MPI_UINT64_T, MPI_MIN, comm);
+  MPI_Allreduce(&v, &hi, 1, MPI_UINT64_T, MPI_MAX, comm);
+  return lo == hi;
+}
+
+// Ends the job from one rank when the ranks can no longer agree (last resort).
+[[noreturn]] void Abort(const dist::Grid& g, const std::string& message) {
+  std::fprintf(stderr, "gridfeed run: error: rank %d (%s): %s\n", g.world_rank(),
+               g.Describe().c_str(), message.c_str());
+  std::fflush(stderr);
+  MPI_Abort(g.world(), 1);
+  std::abort();
+}
+
+Status WriteDump(const std::string& dir, const feed::Feeder& f, const Dump& d) {
+  const auto& g = f.grid();
+  const std::string rd = dir + "/rank" + std::to_string(g.world_rank());
+  GRIDFEED_RETURN_IF_ERROR(io::MakeDirs(rd));
+  const bool got = !d.sample_indices.empty();
+  const bool inputs = !d.tokens.empty(), targets = !d.labels.empty();
+  const int64_t n = d.count;
+  const int64_t mbs =
+      n ? static_cast<int64_t>(d.sample_indices.size()) / std::max<int64_t>(n, 1) : 0;
+  nlohmann::json meta = {{"world_rank", g.world_rank()}, {"dp_rank", g.dp_rank()},
+                         {"tp_rank", g.tp_rank()},       {"pp_rank", g.pp_rank()},
+                         {"cp_rank", g.cp_rank()},       {"micro_batches", n},
+                         {"is_reader", g.is_reader()}};
+  std::vector<std::string> fields;
+  if (got) {
+    const int64_t local = static_cast<int64_t>(inputs ? d.tokens.size() : d.labels.size()) /
+                          std::max<int64_t>(n * mbs, 1);
+    GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/sample_indices.npy", d.sample_indices, {n, mbs}));
+    if (inputs) {
+      fields.insert(fields.end(), {"tokens", "position_ids"});
+      GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/tokens.npy", d.tokens, {n, mbs, local}));
+      GRIDFEED_RETURN_IF_ERROR(
+          io::WriteNpy(rd + "/position_ids.npy", d.position_ids, {n, mbs, local}));
+      if (!d.attention_mask.empty()) {
+        fields.push_back("attention_mask");
+        const int64_t full = static_cast<int64_t>(d.attention_mask.size()) / (n * mbs * local);
+        GRIDFEED_RETURN_IF_ERROR(
+            io::WriteNpy(rd + "/attention_mask.npy", d.attention_mask, {n, mbs, 1, local, full}));
+      }
+    }
+    if (targets) {
+      fields.insert(fields.end(), {"labels", "loss_mask"});
+      GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/labels.npy", d.labels, {n, mbs, local}));
+      GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/loss_mask.npy", d.loss_mask, {n, mbs, local}));
+    }
+  }
+  meta["fields"] = fields;
+  return io::WriteStringToFile(rd + "/meta.json", meta.dump(2) + "\n");
+}
+
+Status RunFeeder(RunArgs a, const DataFlags& flags) {
+  GRIDFEED_ASSIGN_OR_RETURN(a.feeder.data, flags.Resolve());
+  int world_rank = 0, world_size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  log::SetRank(world_rank, world_size);
+  auto t0 = Clock::now();
+  GRIDFEED_ASSIGN_OR_RETURN(std::unique_ptr<feed::Feeder> f,
+                            feed::Feeder::Open(a.feeder, MPI_COMM_WORLD));
+  const double open_total = std::chrono::duration<double>(Clock::now() - t0).count();
+  const auto& g = f->grid();
+  const int64_t per_step = f->num_microbatches_per_global_batch();
+  const int64_t mbs = a.feeder.micro_batch_size;
+  const int64_t dp = g.dp_size();
+  Dump dump;
+  int64_t micro_batches = 0;
+  Clock::time_point steady_start;
+  for (int64_t it = 0; it < a.train_iters; ++it) {
+    for (int64_t m = 0; m < per_step; ++m) {
+      if (it == a.kill_step && g.world_rank() == a.kill_rank) std::raise(SIGKILL);
+      const int64_t base = f->consumed_samples();
+      auto mb = f->Next();
+      if (!mb.ok()) {
+        // Deterministic on every rank (same cursor arithmetic), so all stop here together.
+        if (mb.status().code() == StatusCode::kOutOfRange) {
+          return mb.status().WithContext("at iteration " + std::to_string(it) +
+                                         " (lower --train-iters)");
+        }
+        Abort(g, mb.status().ToString());
+      }
+      if (++micro_batches == 2) steady_start = Clock::now();
+      if (mb->empty()) continue;  // middle pipeline stage: nothing received, nothing to check
+      if (!AllEqual(g.tp_comm(), Hash(*mb))) Abort(g, "TP peers received different data");
+      uint64_t idx_hash = XXH3_64bits(mb->sample_indices.data(), mb->sample_indices.size() * 8);
+      if (!AllEqual(g.cp_comm(), idx_hash)) Abort(g, "CP peers received different samples");
+      std::vector<int64_t> all(static_cast<size_t>(mbs * dp));
+      MPI_Allgather(mb->sample_indices.data(), static_cast<int>(mbs), MPI_INT64_T, all.data(),
+                    static_cast<int>(mbs), MPI_INT64_T, g.dp_comm());
+      std::sort(all.begin(), all.end());
+      for (int64_t k = 0; k < mbs * dp; ++k) {
+        if (all[k] != base + k) {
+          std::string got;
+          for (auto v : all) got += " " + std::to_string(v);
+          Abort(g, "DP ranks' samples are not disjoint or do not cover [" + std::to_string(base) +
+                       ", " + std::to_string(base + mbs * dp) + "): got" + got);
+        }
+      }
+      if (!a.dump_dir.empty()) dump.Add(*mb);
+    }
+  }
+  const double steady =
+      micro_batches > 1 ? std::chrono::duration<double>(Clock::now() - steady_start).count() : 0;
+  if (!a.dump_dir.empty()) {
+    Status st = WriteDump(a.dump_dir, *f, dump);
+    GRIDFEED_RETURN_IF_ERROR(dist::AgreeOnStatus(g.world(), st, g.world_rank()));
+  }
+  if (g.world_rank() == 0) {
+    const auto& s = f->startup();
+    const double rate = steady > 0 ? (micro_batches - 1) / steady : 0;
+    std::printf(
+        "run: %d ranks (TP %d x PP %d x CP %d x DP %d), %lld iterations x %lld micro-batches of "
+        "%lld, consumed %lld samples\n"
+        "start-up: %.3f s (build %.3f s, broadcast %.3f s, open %.3f s); tables %.1f MB per "
+        "node\n"
+        "steady state per reader: %.1f micro-batches/s, %.3g tokens/s\n"
+        "checks: TP peers identical, DP ranks disjoint and covering, CP peers aligned: ok\n",
+        g.world_size(), g.tp_size(), g.pp_size(), g.cp_size(), g.dp_size(),
+        static_cast<long long>(a.train_iters), static_cast<long long>(per_step),
+        static_cast<long long>(mbs), static_cast<long long>(f->consumed_samples()), open_total,
+        s.build_seconds, s.broadcast_seconds, s.open_seconds, f->table_bytes_on_node() / 1e6, rate,
+        rate * static_cast<double>(mbs * a.feeder.data.seq_length));
+    if (!a.dump_dir.empty()) std::printf("dump: %s/rank<N>/\n", a.dump_dir.c_str());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Runner RegisterRun(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("run", "Feed a DP x TP x PP x CP grid (under mpirun)");
+  auto flags = std::make_shared<DataFlags>(sub);
+  auto a = std::make_shared<RunArgs>();
+  auto& f = a->feeder;
+  sub->add_option("--tensor-model-parallel-size", f.grid.tensor_model_parallel_size)
+      ->capture_default_str();
+  sub->add_option("--pipeline-model-parallel-size", f.grid.pipeline_model_parallel_size)
+      ->capture_default_str();
+  sub->add_option("--context-parallel-size", f.grid.context_parallel_size)->capture_default_str();
+  sub->add_option("--rank-order", f.grid.rank_order, "Megatron's rank order")
+      ->capture_default_str();
+  sub->add_option("--micro-batch-size", f.micro_batch_size)->capture_default_str();
+  sub->add_option("--global-batch-size", f.global_batch_size, "default: MBS x DP");
+  sub->add_option("--train-iters", a->train_iters)->capture_default_str();
+  sub->add_option("--consumed-samples", f.consumed_samples, "Start as if resumed here");
+  sub->add_option("--prefetch-depth", f.prefetch_depth)->capture_default_str();
+  sub->add_option("--dump", a->dump_dir, "Every rank writes what it received here");
+  sub->add_option("--testing-kill-rank", a->kill_rank)->group("");
+  sub->add_option("--testing-kill-step", a->kill_step)->group("");
+  sub->add_option("--testing-fail-open-rank", f.testing_fail_open_rank)->group("");
+  return [a, flags]() -> Status {
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    Status st = RunFeeder(*a, *flags);
+    MPI_Finalize();
+    return st;
+  };
+}
+
+}  // namespace gridfeed::app

@@ -1,0 +1,301 @@
+#include "gridfeed/feed/feeder.h"
+
+#include <xxhash.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "gridfeed/dist/agree.h"
+#include "gridfeed/dist/shared_tables.h"
+#include "gridfeed/feed/data_build.h"
+#include "gridfeed/feed/payload.h"
+#include "gridfeed/io/indexed_dataset.h"
+#include "gridfeed/order/cp_zigzag.h"
+
+namespace gridfeed::feed {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string Fingerprint(const FeederOptions& o) {
+  return config::CanonicalText(o.data) + "|mbs=" + std::to_string(o.micro_batch_size) +
+         "|gbs=" + std::to_string(o.global_batch_size) +
+         "|consumed=" + std::to_string(o.consumed_samples) +
+         "|split=" + std::to_string(static_cast<int>(o.split)) +
+         "|tp=" + std::to_string(o.grid.tensor_model_parallel_size) +
+         "|pp=" + std::to_string(o.grid.pipeline_model_parallel_size) +
+         "|cp=" + std::to_string(o.grid.context_parallel_size) + "|order=" + o.grid.rank_order;
+}
+
+// Collective on comm: the same verdict on every rank.
+Status AgreeOnFingerprint(MPI_Comm comm, const FeederOptions& o) {
+  const std::string text = Fingerprint(o);
+  const uint64_t mine = XXH3_64bits(text.data(), text.size());
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  std::vector<uint64_t> all(static_cast<size_t>(size));
+  GRIDFEED_RETURN_IF_ERROR(dist::MpiStatus(
+      MPI_Allgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm), "MPI_Allgather"));
+  for (int r = 1; r < size; ++r) {
+    if (all[r] != all[0]) {
+      char buf[160];
+      std::snprintf(buf, sizeof(buf),
+                    "rank %d: configuration fingerprint %016llx differs from rank 0's %016llx; "
+                    "every rank must get the same options",
+                    r, static_cast<unsigned long long>(all[r]),
+                    static_cast<unsigned long long>(all[0]));
+      return FailedPrecondition(buf);
+    }
+  }
+  return Status::Ok();
+}
+
+// Checks that need no data, identical on every rank (same fingerprint).
+Status ValidateOptions(const FeederOptions& o, int world_size) {
+  const auto& g = o.grid;
+  const int64_t model = int64_t{g.tensor_model_parallel_size} * g.pipeline_model_parallel_size *
+                        g.context_parallel_size;
+  if (model <= 0 || world_size % model != 0) {
+    return InvalidArgument("world size " + std::to_string(world_size) +
+                           " is not divisible by TP x PP x CP = " + std::to_string(model));
+  }
+  const int64_t dp = world_size / model;
+  if (o.micro_batch_size <= 0) return InvalidArgument("--micro-batch-size must be positive");
+  const int64_t gbs = o.global_batch_size ? o.global_batch_size : o.micro_batch_size * dp;
+  if (gbs % (o.micro_batch_size * dp) != 0) {
+    return InvalidArgument("--global-batch-size " + std::to_string(gbs) +
+                           " is not a multiple of micro-batch-size x DP = " +
+                           std::to_string(o.micro_batch_size) + " x " + std::to_string(dp));
+  }
+  if (o.data.seq_length <= 0) return InvalidArgument("--seq-length must be positive");
+  const int cp = g.context_parallel_size;
+  if (cp > 1 && o.data.seq_length % (2 * cp) != 0) {
+    return InvalidArgument(
+        "--seq-length " + std::to_string(o.data.seq_length) +
+        " must be divisible by 2 x context-parallel-size = " + std::to_string(2 * cp));
+  }
+  if (o.consumed_samples < 0) return InvalidArgument("--consumed-samples must be >= 0");
+  if (o.prefetch_depth < 1) return InvalidArgument("prefetch depth must be >= 1");
+  return Status::Ok();
+}
+
+}  // namespace
+
+struct Feeder::Impl {
+  FeederOptions options;
+  std::unique_ptr<dist::Grid> grid;
+  std::unique_ptr<dist::SharedTables> tables;
+  std::map<std::string, std::unique_ptr<io::IndexedDataset>> datasets;
+  order::SampleOptions sample_options;
+  PayloadLayout layout;
+  int64_t dp = 1;
+  int64_t next_step = 0;  // micro-batch steps handed out so far
+  int64_t num_steps = 0;  // steps the split holds from the start cursor
+
+  // Prefetch (readers only): packed payloads of steps [handed, produced).
+  std::thread worker;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::vector<std::byte>> ready;
+  bool stop = false;
+
+  const order::ImageSplit& split() const {
+    return *tables->tables().splits[static_cast<int>(options.split)];
+  }
+
+  // Assembles the payload of one step on a reader.
+  void Assemble(int64_t step, std::vector<std::byte>* out) const {
+    const int64_t mbs = options.micro_batch_size;
+    const int64_t S = options.data.seq_length;
+    const int64_t cp = grid->cp_size();
+    const int64_t base = options.consumed_samples + step * mbs * dp + grid->dp_rank() * mbs;
+    out->assign(layout.total_bytes, std::byte{0});
+    order::Sample sample;
+    std::vector<int64_t> tokens, labels, positions;
+    std::vector<float> loss;
+    std::vector<uint8_t> mask;
+    for (int64_t k = 0; k < mbs; ++k) {
+      const int64_t position = base + k;
+      const auto [mid, j] = split().Locate(position);
+      const auto& m = split().mids[mid];
+      order::AssembleSample(*datasets.at(m.prefix), m.tables, j, sample_options, &sample);
+      layout.Put(out, PayloadLayout::kSampleIndices, k, &position, 1);
+      if (layout.has_inputs) {
+        tokens = order::CpZigzagSlice(sample.tokens, 1, S, 1, cp, grid->cp_rank());
+        positions = order::CpZigzagSlice(sample.position_ids, 1, S, 1, cp, grid->cp_rank());
+        layout.Put(out, PayloadLayout::kTokens, k, tokens.data(), tokens.size());
+        layout.Put(out, PayloadLayout::kPositionIds, k, positions.data(), positions.size());
+        if (layout.has_mask) {
+          mask = order::CpZigzagSlice(sample.attention_mask, 1, S, S, cp, grid->cp_rank());
+          layout.Put(out, PayloadLayout::kAttentionMask, k, mask.data(), mask.size());
+        }
+      }
+      if (layout.has_targets) {
+        labels = order::CpZigzagSlice(sample.labels, 1, S, 1, cp, grid->cp_rank());
+        loss = order::CpZigzagSlice(sample.loss_mask, 1, S, 1, cp, grid->cp_rank());
+        layout.Put(out, PayloadLayout::kLabels, k, labels.data(), labels.size());
+        layout.Put(out, PayloadLayout::kLossMask, k, loss.data(), loss.size());
+      }
+    }
+  }
+
+  // Runs on the prefetch thread from `first_step` on (never reads next_step, which the
+  // trainer's thread advances).
+  void Prefetch(int64_t first_step) {
+    for (int64_t step = first_step; step < num_steps; ++step) {
+      std::vector<std::byte> payload;
+      Assemble(step, &payload);
+      std::unique_lock lock(mu);
+      cv.wait(lock,
+              [&] { return stop || static_cast<int>(ready.size()) < options.prefetch_depth; });
+      if (stop) return;
+      ready.push_back(std::move(payload));
+      cv.notify_all();
+    }
+  }
+
+  std::vector<std::byte> Take() {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return !ready.empty(); });
+    auto payload = std::move(ready.front());
+    ready.pop_front();
+    cv.notify_all();
+    return payload;
+  }
+
+  ~Impl() {
+    if (worker.joinable()) {
+      {
+        std::lock_guard lock(mu);
+        stop = true;
+      }
+      cv.notify_all();
+      worker.join();
+    }
+  }
+};
+
+Result<std::unique_ptr<Feeder>> Feeder::Open(const FeederOptions& options, MPI_Comm comm) {
+  std::unique_ptr<Feeder> f(new Feeder());
+  f->impl_ = std::make_unique<Impl>();
+  Impl& im = *f->impl_;
+  im.options = options;
+  // The fingerprint is agreed on first, so every later decision is the same on every rank.
+  {
+    MPI_Comm dup;
+    MPI_Comm_dup(comm, &dup);
+    MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+    int world_size = 0;
+    MPI_Comm_size(dup, &world_size);
+    Status st = AgreeOnFingerprint(dup, options);
+    MPI_Comm_free(&dup);
+    GRIDFEED_RETURN_IF_ERROR(st);
+    GRIDFEED_RETURN_IF_ERROR(ValidateOptions(options, world_size));
+  }
+  GRIDFEED_ASSIGN_OR_RETURN(im.grid, dist::Grid::Create(comm, options.grid));
+  const dist::Grid& g = *im.grid;
+  im.dp = g.dp_size();
+  if (im.options.global_batch_size == 0) {
+    im.options.global_batch_size = options.micro_batch_size * im.dp;
+  }
+
+  dist::DistributeTimes times;
+  auto build = [&]() -> Result<std::vector<std::byte>> {
+    GRIDFEED_ASSIGN_OR_RETURN(order::BuiltDatasets b, BuildFromOptions(options.data));
+    if (!b.splits[static_cast<int>(options.split)]) {
+      return FailedPrecondition(std::string("the ") +
+                                order::kSplitNames[static_cast<int>(options.split)] +
+                                " split is empty with this --split");
+    }
+    return order::SerializeTables(b);
+  };
+  GRIDFEED_ASSIGN_OR_RETURN(im.tables, dist::SharedTables::BuildAndDistribute(g, build, &times));
+  f->startup_.build_seconds = times.build_seconds;
+  f->startup_.broadcast_seconds = times.broadcast_seconds;
+
+  // Everyone learns the split length (non-readers hold no tables) and the pad id.
+  auto t0 = Clock::now();
+  int64_t meta[2] = {0, -1};
+  if (g.world_rank() == 0) {
+    meta[0] = im.split().length;
+    meta[1] = im.tables->tables().pad_id_used;
+  }
+  GRIDFEED_RETURN_IF_ERROR(
+      dist::MpiStatus(MPI_Bcast(meta, 2, MPI_INT64_T, 0, g.world()), "MPI_Bcast(split length)"));
+  f->split_length_ = meta[0];
+  const int64_t step_samples = options.micro_batch_size * im.dp;
+  im.num_steps = std::max<int64_t>(0, (meta[0] - options.consumed_samples) / step_samples);
+  f->consumed_ = options.consumed_samples;
+  im.sample_options = ToSampleOptions(options.data, meta[1]);
+  im.layout = PayloadLayout(options.micro_batch_size, options.data.seq_length, g.cp_size(),
+                            g.first_stage(), g.last_stage(), options.data.create_attention_mask);
+
+  // Readers open the token files; a failure anywhere is the same error everywhere.
+  Status opened;
+  if (g.is_reader()) {
+    for (const auto& prefix : im.tables->tables().prefixes) {
+      if (g.world_rank() == options.testing_fail_open_rank) {
+        opened = NotFound("cannot open '" + prefix + ".bin' (injected by test)");
+        break;
+      }
+      auto ds = io::IndexedDataset::Open(prefix);
+      if (!ds.ok()) {
+        opened = ds.status();
+        break;
+      }
+      im.datasets[prefix] = std::make_unique<io::IndexedDataset>(std::move(ds).value());
+    }
+  }
+  GRIDFEED_RETURN_IF_ERROR(dist::AgreeOnStatus(g.world(), opened, g.world_rank()));
+  f->startup_.open_seconds = Since(t0);
+  if (g.is_reader()) im.worker = std::thread([&im, first = im.next_step] { im.Prefetch(first); });
+  return f;
+}
+
+Feeder::~Feeder() = default;
+
+const dist::Grid& Feeder::grid() const { return *impl_->grid; }
+
+int64_t Feeder::num_microbatches_per_global_batch() const {
+  return impl_->options.global_batch_size / (impl_->options.micro_batch_size * impl_->dp);
+}
+
+size_t Feeder::table_bytes_on_node() const { return impl_->tables->node_bytes(); }
+bool Feeder::holds_tables() const { return !impl_->tables->image().empty(); }
+
+Result<MicroBatch> Feeder::Next() {
+  Impl& im = *impl_;
+  const dist::Grid& g = *im.grid;
+  if (im.next_step >= im.num_steps) {
+    return OutOfRange(std::string("the ") + order::kSplitNames[static_cast<int>(im.options.split)] +
+                      " split is exhausted after " + std::to_string(consumed_) +
+                      " consumed samples (" + std::to_string(split_length_) + " in the split)");
+  }
+  ++im.next_step;
+  consumed_ += im.options.micro_batch_size * im.dp;
+  MicroBatch mb;
+  mb.micro_batch_size = im.options.micro_batch_size;
+  mb.seq_length = im.options.data.seq_length;
+  mb.local_seq_length = mb.seq_length / g.cp_size();
+  if (!im.layout.has_inputs && !im.layout.has_targets) return mb;  // middle stage
+  std::vector<std::byte> payload;
+  if (g.tp_rank() == 0)
+    payload = im.Take();
+  else
+    payload.assign(im.layout.total_bytes, std::byte{0});
+  if (g.tp_size() > 1) {
+    GRIDFEED_RETURN_IF_ERROR(dist::BroadcastBytes(g.tp_comm(), 0, payload));
+  }
+  im.layout.Unpack(payload, &mb);
+  return mb;
+}
+
+}  // namespace gridfeed::feed

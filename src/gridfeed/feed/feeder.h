@@ -1,0 +1,85 @@
+// Feeder: the public API a trainer uses. One object per rank.
+//
+//   auto feeder = gridfeed::feed::Feeder::Open(options, MPI_COMM_WORLD);   // collective
+//   for (...) { auto mb = (*feeder)->Next(); ... }                          // per micro-batch
+//
+// Open (collective on `comm`): ranks agree on the options' fingerprint, world rank 0 builds
+// every table and broadcasts it (status first) into node-shared memory of the reader ranks
+// (tp_rank 0 of the first and last pipeline stage), readers open the token files (a failure on
+// any reader is the same error on every rank) and start a prefetch thread.
+// Next (collective on the rank's TP group; no communication on middle pipeline stages):
+// readers hand over the next prefetched micro-batch of their DP rank and broadcast to their
+// TP group what its stage needs; CP ranks get their zigzag chunks. Every rank of the job
+// returns OutOfRange at the same step when the split runs out.
+// Not thread safe: call from the trainer's thread (the MPI calls happen there).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "gridfeed/config/data_options.h"
+#include "gridfeed/core/status.h"
+#include "gridfeed/dist/grid.h"
+#include "gridfeed/order/split.h"
+
+namespace gridfeed::feed {
+
+struct FeederOptions {
+  config::DataOptions data;
+  dist::GridSizes grid;
+  int64_t micro_batch_size = 1;
+  int64_t global_batch_size = 0;  // 0 = micro_batch_size x DP
+  int64_t consumed_samples = 0;   // start as if resumed here (a global sample count)
+  order::Split split = order::Split::kTrain;
+  int prefetch_depth = 4;           // micro-batches assembled ahead on each reader
+  int testing_fail_open_rank = -1;  // tests only: this world rank fails to open its token files
+};
+
+// What one rank receives for one micro-batch. A field is empty when this rank's stage does
+// not get it. Shapes: [mbs, local_seq_length] (attention_mask [mbs, 1, local, seq_length]).
+struct MicroBatch {
+  bool has_inputs = false;   // tokens, position_ids (+ attention_mask): first stage
+  bool has_targets = false;  // labels, loss_mask: last stage
+  int64_t micro_batch_size = 0;
+  int64_t seq_length = 0;
+  int64_t local_seq_length = 0;         // seq_length / cp
+  std::vector<int64_t> sample_indices;  // positions in the split's top-level dataset
+  std::vector<int64_t> tokens, position_ids, labels;
+  std::vector<float> loss_mask;
+  std::vector<uint8_t> attention_mask;  // 1 = masked out; only with create_attention_mask
+  bool empty() const { return !has_inputs && !has_targets; }
+};
+
+struct StartupTimes {
+  double build_seconds = 0, broadcast_seconds = 0, open_seconds = 0;
+};
+
+class Feeder {
+ public:
+  static Result<std::unique_ptr<Feeder>> Open(const FeederOptions& options, MPI_Comm comm);
+  ~Feeder();
+
+  Result<MicroBatch> Next();
+  // Global samples consumed (the cursor a checkpoint stores), after the last Next().
+  int64_t consumed_samples() const { return consumed_; }
+  const dist::Grid& grid() const;
+  const StartupTimes& startup() const { return startup_; }
+  int64_t num_microbatches_per_global_batch() const;
+  int64_t split_length() const { return split_length_; }
+  // Table bytes held on this node (0 off the readers), for memory reports.
+  size_t table_bytes_on_node() const;
+  bool holds_tables() const;
+
+ private:
+  struct Impl;
+  Feeder() = default;
+  std::unique_ptr<Impl> impl_;
+  int64_t consumed_ = 0;
+  int64_t split_length_ = 0;
+  StartupTimes startup_;
+};
+
+}  // namespace gridfeed::feed

@@ -1,0 +1,48 @@
+#include "gridfeed/feed/payload.h"
+
+#include "gridfeed/feed/feeder.h"
+
+namespace gridfeed::feed {
+namespace {
+
+template <typename T>
+void CopyOut(const std::vector<std::byte>& payload, size_t offset, size_t bytes,
+             std::vector<T>* out) {
+  out->resize(bytes / sizeof(T));
+  if (bytes) std::memcpy(out->data(), payload.data() + offset, bytes);
+}
+
+}  // namespace
+
+PayloadLayout::PayloadLayout(int64_t mbs_in, int64_t seq_length, int64_t cp, bool first_stage,
+                             bool last_stage, bool attention_mask)
+    : has_inputs(first_stage),
+      has_targets(last_stage),
+      has_mask(first_stage && attention_mask),
+      mbs(mbs_in) {
+  const size_t local = static_cast<size_t>(seq_length / cp);
+  per_sample[kSampleIndices] = (has_inputs || has_targets) ? 8 : 0;
+  per_sample[kTokens] = has_inputs ? 8 * local : 0;
+  per_sample[kPositionIds] = has_inputs ? 8 * local : 0;
+  per_sample[kLabels] = has_targets ? 8 * local : 0;
+  per_sample[kLossMask] = has_targets ? 4 * local : 0;
+  per_sample[kAttentionMask] = has_mask ? local * static_cast<size_t>(seq_length) : 0;
+  for (int f = 0; f < kCount; ++f) {
+    offset[f] = total_bytes;
+    total_bytes += per_sample[f] * static_cast<size_t>(mbs);
+  }
+}
+
+void PayloadLayout::Unpack(const std::vector<std::byte>& p, MicroBatch* mb) const {
+  mb->has_inputs = has_inputs;
+  mb->has_targets = has_targets;
+  const size_t n = static_cast<size_t>(mbs);
+  CopyOut(p, offset[kSampleIndices], per_sample[kSampleIndices] * n, &mb->sample_indices);
+  CopyOut(p, offset[kTokens], per_sample[kTokens] * n, &mb->tokens);
+  CopyOut(p, offset[kPositionIds], per_sample[kPositionIds] * n, &mb->position_ids);
+  CopyOut(p, offset[kLabels], per_sample[kLabels] * n, &mb->labels);
+  CopyOut(p, offset[kLossMask], per_sample[kLossMask] * n, &mb->loss_mask);
+  CopyOut(p, offset[kAttentionMask], per_sample[kAttentionMask] * n, &mb->attention_mask);
+}
+
+}  // namespace gridfeed::feed

@@ -1,0 +1,40 @@
+// The byte layout of one micro-batch as the TP broadcast carries it. Every rank of a TP group
+// computes the same layout from the same options, so no schema travels with the data.
+// Order: sample_indices, tokens, position_ids, labels (int64), loss_mask (float32),
+// attention_mask (uint8); a stage carries only its fields (first: inputs, last: targets).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace gridfeed::feed {
+
+struct MicroBatch;
+
+class PayloadLayout {
+ public:
+  enum Field { kSampleIndices, kTokens, kPositionIds, kLabels, kLossMask, kAttentionMask, kCount };
+
+  PayloadLayout() = default;
+  PayloadLayout(int64_t mbs, int64_t seq_length, int64_t cp, bool first_stage, bool last_stage,
+                bool attention_mask);
+
+  // Copies `count` elements for sample k of `field` into the payload.
+  template <typename T>
+  void Put(std::vector<std::byte>* payload, Field field, int64_t k, const T* data,
+           size_t count) const {
+    std::memcpy(payload->data() + offset[field] + static_cast<size_t>(k) * per_sample[field], data,
+                count * sizeof(T));
+  }
+  void Unpack(const std::vector<std::byte>& payload, MicroBatch* mb) const;
+
+  bool has_inputs = false, has_targets = false, has_mask = false;
+  size_t total_bytes = 0;
+  size_t offset[kCount] = {};
+  size_t per_sample[kCount] = {};  // bytes per sample, 0 when absent
+  int64_t mbs = 0;
+};
+
+}  // namespace gridfeed::feed
