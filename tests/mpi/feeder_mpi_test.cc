@@ -1,0 +1,279 @@
+// The Feeder on a real MPI job: every rank receives exactly the fields Megatron's get_batch
+// would give it (checked against the golden micro-batches and against the golden-verified
+// order module), only readers hold tables, nothing is written, and injected failures end
+// with the same error on every rank.
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <xxhash.h>
+
+#include <filesystem>
+#include <set>
+
+#include "gridfeed/feed/data_build.h"
+#include "gridfeed/feed/feeder.h"
+#include "gridfeed/io/file_util.h"
+#include "gridfeed/io/npy.h"
+#include "gridfeed/order/cp_zigzag.h"
+#include "gridfeed/order/sample.h"
+#include "testing/paths.h"
+
+namespace gridfeed::feed {
+namespace {
+
+using gridfeed::testing::GoldenDir;
+
+int WorldSize() {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+int WorldRank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+struct Layout {
+  int tp, pp, cp;
+};
+
+// Layouts (TP x PP x CP, DP = world / their product) that fit this world size.
+std::vector<Layout> Layouts() {
+  std::vector<Layout> all = {{2, 2, 1}, {1, 2, 2}, {2, 1, 2}, {1, 1, 1}, {2, 1, 1},
+                             {1, 2, 1}, {1, 1, 2}, {1, 4, 1}, {4, 1, 1}, {2, 2, 2}};
+  std::vector<Layout> out;
+  for (auto l : all) {
+    if (WorldSize() % (l.tp * l.pp * l.cp) == 0) out.push_back(l);
+  }
+  return out;
+}
+
+struct GoldenBatchCase {
+  std::string name;
+  std::vector<std::string> data_path;
+  std::string split;
+  int64_t seq_length, seed, mbs, consumed;
+  std::array<std::string, 3> samples;
+  int64_t eod_id;
+};
+
+const GoldenBatchCase kCases[] = {
+    {"u16_s969_L64_seed1234", {"corpora/corpus_u16"}, "969,30,1", 64, 1234, 4, 8,
+     {"3000", "120", "30"}, 0},
+    {"blend2_w_u16_i32_L128",
+     {"0.3", "corpora/corpus_u16", "0.7", "corpora/corpus_i32"},
+     "969,30,1", 128, 1234, 2, 0, {"2000", "100", "20"}, 0},
+};
+
+FeederOptions OptionsFor(const GoldenBatchCase& c, Layout l) {
+  FeederOptions o;
+  o.data.data_path = c.data_path;
+  o.data.split = c.split;
+  o.data.seq_length = c.seq_length;
+  o.data.seed = c.seed;
+  o.data.train_samples = c.samples[0];
+  o.data.valid_samples = c.samples[1];
+  o.data.test_samples = c.samples[2];
+  o.data.eod_id = c.eod_id;
+  o.grid.tensor_model_parallel_size = l.tp;
+  o.grid.pipeline_model_parallel_size = l.pp;
+  o.grid.context_parallel_size = l.cp;
+  o.micro_batch_size = c.mbs;
+  o.consumed_samples = c.consumed;
+  o.prefetch_depth = 2;
+  return o;
+}
+
+std::vector<std::string> ListTree(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+class FeederMpi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cwd_ = std::filesystem::current_path();
+    std::filesystem::current_path(GoldenDir());  // data paths are relative, as Megatron ran
+  }
+  void TearDown() override { std::filesystem::current_path(cwd_); }
+  std::filesystem::path cwd_;
+};
+
+template <typename T>
+std::vector<T> Slice(const std::vector<T>& full, int64_t rows, int64_t S, int64_t inner, int cp,
+                     int r) {
+  return order::CpZigzagSlice(full, rows, S, inner, cp, r);
+}
+
+TEST_F(FeederMpi, EveryRankGetsWhatGetBatchGives) {
+  for (const auto& c : kCases) {
+    for (Layout l : Layouts()) {
+      SCOPED_TRACE(c.name + " TP" + std::to_string(l.tp) + " PP" + std::to_string(l.pp) + " CP" +
+                   std::to_string(l.cp));
+      const FeederOptions o = OptionsFor(c, l);
+      const auto before = WorldRank() == 0 ? ListTree(".") : std::vector<std::string>{};
+      auto f = Feeder::Open(o, MPI_COMM_WORLD);
+      ASSERT_TRUE(f.ok()) << f.status().ToString();
+      const auto& g = (*f)->grid();
+      EXPECT_EQ((*f)->holds_tables(), g.is_reader());
+      if (WorldRank() == 0) {
+        EXPECT_EQ(ListTree("."), before) << "the build wrote a file";
+      }
+
+      // Expected: the golden-verified order module on this rank.
+      auto built = BuildFromOptions(o.data);
+      ASSERT_TRUE(built.ok());
+      const auto& sd = *built->splits[0];
+      const auto so = ToSampleOptions(o.data, built->pad_id_used);
+      const int64_t S = c.seq_length, mbs = c.mbs, dp = g.dp_size();
+      const int steps = 3;
+      const bool golden = dp == 2;  // the golden micro-batches were taken at DP = 2
+      const std::string gdir = GoldenDir() + "/cases/" + c.name + "/batches/dp_rank_" +
+                               std::to_string(g.dp_rank());
+      for (int step = 0; step < steps; ++step) {
+        auto mb = (*f)->Next();
+        ASSERT_TRUE(mb.ok()) << mb.status().ToString();
+        const bool middle = !g.first_stage() && !g.last_stage();
+        EXPECT_EQ(mb->has_inputs, g.first_stage());
+        EXPECT_EQ(mb->has_targets, g.last_stage());
+        if (middle) {
+          EXPECT_TRUE(mb->tokens.empty() && mb->labels.empty() && mb->sample_indices.empty());
+          continue;
+        }
+        std::vector<int64_t> want_idx, tokens, labels, positions;
+        std::vector<float> loss;
+        for (int64_t k = 0; k < mbs; ++k) {
+          const int64_t p = c.consumed + (step * dp + g.dp_rank()) * mbs + k;
+          want_idx.push_back(p);
+          auto [mid, j] = sd.Locate(p);
+          order::Sample s;
+          order::AssembleSample(*sd.mids[mid].dataset, sd.mids[mid].tables.View(), j, so, &s);
+          auto put = [&](auto& to, const auto& from) {
+            auto sliced = Slice(from, 1, S, 1, g.cp_size(), g.cp_rank());
+            to.insert(to.end(), sliced.begin(), sliced.end());
+          };
+          put(tokens, s.tokens);
+          put(labels, s.labels);
+          put(positions, s.position_ids);
+          put(loss, s.loss_mask);
+        }
+        EXPECT_EQ(mb->sample_indices, want_idx);
+        if (mb->has_inputs) {
+          EXPECT_EQ(mb->tokens, tokens);
+          EXPECT_EQ(mb->position_ids, positions);
+        }
+        if (mb->has_targets) {
+          EXPECT_EQ(mb->labels, labels);
+          EXPECT_EQ(mb->loss_mask, loss);
+        }
+        if (golden) {
+          // Megatron's own DataLoader micro-batches, CP-sliced like get_batch_on_this_cp_rank.
+          auto gi = io::ReadNpy(gdir + "/sample_indices.npy")->As<int64_t>();
+          if (static_cast<size_t>((step + 1) * mbs) > gi.size()) continue;
+          std::vector<int64_t> gstep(gi.begin() + step * mbs, gi.begin() + (step + 1) * mbs);
+          EXPECT_EQ(mb->sample_indices, gstep);
+          auto rows = [&](const std::string& f, auto tag) {
+            using T = decltype(tag);
+            auto all = io::ReadNpy(gdir + "/" + f)->As<T>();
+            std::vector<T> part(all.begin() + step * mbs * S, all.begin() + (step + 1) * mbs * S);
+            return Slice(part, mbs, S, 1, g.cp_size(), g.cp_rank());
+          };
+          if (mb->has_inputs) {
+            EXPECT_EQ(mb->tokens, rows("tokens.npy", int64_t{}));
+            EXPECT_EQ(mb->position_ids, rows("position_ids.npy", int64_t{}));
+          }
+          if (mb->has_targets) {
+            EXPECT_EQ(mb->labels, rows("labels.npy", int64_t{}));
+            EXPECT_EQ(mb->loss_mask, rows("loss_mask.npy", float{}));
+          }
+        }
+      }
+      EXPECT_EQ((*f)->consumed_samples(), c.consumed + steps * mbs * dp);
+    }
+  }
+}
+
+// Collective: every rank got the same message (by hash).
+void ExpectSameEverywhere(const Status& s) {
+  const uint64_t h = XXH3_64bits(s.message().data(), s.message().size());
+  uint64_t lo = 0, hi = 0;
+  MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  EXPECT_EQ(lo, hi) << "ranks ended with different errors; this one: " << s.ToString();
+}
+
+TEST_F(FeederMpi, CorruptIndexOnRankZeroFailsEverywhere) {
+  const std::string dir = "/tmp/gridfeed_mpi_corrupt";
+  if (WorldRank() == 0) {
+    std::filesystem::create_directories(dir);
+    ASSERT_TRUE(io::WriteStringToFile(dir + "/bad.idx", std::string(64, 'X')).ok());
+    ASSERT_TRUE(io::WriteStringToFile(dir + "/bad.bin", "").ok());
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  FeederOptions o = OptionsFor(kCases[0], {1, 1, 1});
+  o.data.data_path = {dir + "/bad"};
+  auto f = Feeder::Open(o, MPI_COMM_WORLD);
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("rank 0"), std::string::npos) << f.status().message();
+  EXPECT_NE(f.status().message().find("magic"), std::string::npos) << f.status().message();
+  ExpectSameEverywhere(f.status());
+}
+
+TEST_F(FeederMpi, OneReaderCannotOpenItsTokenFiles) {
+  FeederOptions o = OptionsFor(kCases[0], {1, 1, 1});  // every rank is a reader
+  o.testing_fail_open_rank = WorldSize() - 1;
+  auto f = Feeder::Open(o, MPI_COMM_WORLD);
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("rank " + std::to_string(WorldSize() - 1)),
+            std::string::npos)
+      << f.status().message();
+  ExpectSameEverywhere(f.status());
+}
+
+TEST_F(FeederMpi, DifferentConfigOnOneRankIsRefused) {
+  FeederOptions o = OptionsFor(kCases[0], {1, 1, 1});
+  if (WorldRank() == WorldSize() - 1 && WorldSize() > 1) o.data.seed += 1;
+  auto f = Feeder::Open(o, MPI_COMM_WORLD);
+  if (WorldSize() == 1) {
+    EXPECT_TRUE(f.ok());
+    return;
+  }
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("fingerprint"), std::string::npos) << f.status().message();
+  ExpectSameEverywhere(f.status());
+}
+
+TEST_F(FeederMpi, BadBatchSizesAreReportedBeforeAnyBuild) {
+  FeederOptions o = OptionsFor(kCases[0], {1, 1, 1});
+  o.global_batch_size = o.micro_batch_size * WorldSize() + 1;
+  auto f = Feeder::Open(o, MPI_COMM_WORLD);
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(f.status().message().find("global-batch-size"), std::string::npos);
+  ExpectSameEverywhere(f.status());
+}
+
+TEST_F(FeederMpi, SplitRunsOutOnEveryRankTogether) {
+  FeederOptions o = OptionsFor(kCases[0], {1, 1, 1});
+  o.split = order::Split::kTest;  // 36 samples
+  o.consumed_samples = 0;
+  auto f = Feeder::Open(o, MPI_COMM_WORLD);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  int steps = 0;
+  while (true) {
+    auto mb = (*f)->Next();
+    if (!mb.ok()) {
+      EXPECT_EQ(mb.status().code(), StatusCode::kOutOfRange);
+      break;
+    }
+    ++steps;
+  }
+  EXPECT_EQ(steps, 36 / (o.micro_batch_size * WorldSize()));
+}
+
+}  // namespace
+}  // namespace gridfeed::feed
