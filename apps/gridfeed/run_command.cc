@@ -176,20 +176,25 @@ Status RunFeeder(RunArgs a, const DataFlags& flags) {
     Status st = WriteDump(a.dump_dir, *f, dump);
     GRIDFEED_RETURN_IF_ERROR(dist::AgreeOnStatus(g.world(), st, g.world_rank()));
   }
+  // Table memory: what this node holds in its shared window vs a plain copy per reader.
+  const double node_mb = f->table_bytes_on_node() / 1e6;
+  const double plain_mb = node_mb * f->readers_on_node();
   if (g.world_rank() == 0) {
     const auto& s = f->startup();
     const double rate = steady > 0 ? (micro_batches - 1) / steady : 0;
     std::printf(
         "run: %d ranks (TP %d x PP %d x CP %d x DP %d), %lld iterations x %lld micro-batches of "
         "%lld, consumed %lld samples\n"
-        "start-up: %.3f s (build %.3f s, broadcast %.3f s, open %.3f s); tables %.1f MB per "
-        "node\n"
+        "start-up: %.3f s (build %.3f s, broadcast %.3f s, open %.3f s)\n"
+        "table memory on rank 0's node: %.1f MB in one shared window for %d readers (a plain "
+        "copy per reader: %.1f MB)\n"
         "steady state per reader: %.1f micro-batches/s, %.3g tokens/s\n"
         "checks: TP peers identical, DP ranks disjoint and covering, CP peers aligned: ok\n",
         g.world_size(), g.tp_size(), g.pp_size(), g.cp_size(), g.dp_size(),
         static_cast<long long>(a.train_iters), static_cast<long long>(per_step),
         static_cast<long long>(mbs), static_cast<long long>(f->consumed_samples()), open_total,
-        s.build_seconds, s.broadcast_seconds, s.open_seconds, f->table_bytes_on_node() / 1e6, rate,
+        s.build_seconds, s.broadcast_seconds, s.open_seconds, node_mb, f->readers_on_node(), plain_mb,
+        rate,
         rate * static_cast<double>(mbs * a.feeder.data.seq_length));
     if (!a.dump_dir.empty()) std::printf("dump: %s/rank<N>/\n", a.dump_dir.c_str());
   }

@@ -35,8 +35,11 @@ double MeanTokens() { return static_cast<double>(EnvInt("GRIDFEED_BENCH_MEAN_TOK
 // Writes PREFIX.idx directly (fast) and a sparse PREFIX.bin of the right size.
 const std::string& Corpus() {
   static const std::string prefix = [] {
-    const std::string p =
-        (std::filesystem::temp_directory_path() / "gridfeed_tables_bench").string();
+    // One file per corpus shape, so runs of different sizes do not overwrite each other.
+    const std::string p = (std::filesystem::temp_directory_path() /
+                           ("gridfeed_tables_bench_" + std::to_string(NumDocuments()) + "_" +
+                            std::to_string(static_cast<int64_t>(MeanTokens()))))
+                              .string();
     const int64_t n = NumDocuments();
     std::mt19937_64 rng(42);
     // log-normal with mean exp(mu + sigma^2/2) ~ 2048

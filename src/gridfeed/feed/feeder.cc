@@ -269,6 +269,7 @@ int64_t Feeder::num_microbatches_per_global_batch() const {
 }
 
 size_t Feeder::table_bytes_on_node() const { return impl_->tables->node_bytes(); }
+int Feeder::readers_on_node() const { return impl_->tables->readers_on_node(); }
 bool Feeder::holds_tables() const { return !impl_->tables->image().empty(); }
 
 Result<MicroBatch> Feeder::Next() {

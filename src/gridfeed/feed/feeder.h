@@ -71,6 +71,8 @@ class Feeder {
   int64_t split_length() const { return split_length_; }
   // Table bytes held on this node (0 off the readers), for memory reports.
   size_t table_bytes_on_node() const;
+  // Reader ranks sharing this node's copy (what a plain copy per rank would multiply).
+  int readers_on_node() const;
   bool holds_tables() const;
 
  private:

@@ -5,8 +5,33 @@
 
 namespace gridfeed::io {
 
+namespace {
+
+template <typename T>
+void Widen(const std::byte* data, int64_t n, int64_t* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, data + i * sizeof(T), sizeof(T));
+    out[i] = static_cast<int64_t>(v);
+  }
+}
+
+}  // namespace
+
 void TokenSpan::CopyTo(int64_t* out) const {
-  for (int64_t i = 0; i < length_tokens; ++i) out[i] = (*this)[i];
+  // One dtype dispatch per run, then a loop the compiler vectorises.
+  switch (dtype) {
+    case DType::kUInt16: return Widen<uint16_t>(data, length_tokens, out);
+    case DType::kInt32: return Widen<int32_t>(data, length_tokens, out);
+    case DType::kUInt8: return Widen<uint8_t>(data, length_tokens, out);
+    case DType::kInt8: return Widen<int8_t>(data, length_tokens, out);
+    case DType::kInt16: return Widen<int16_t>(data, length_tokens, out);
+    case DType::kInt64: return Widen<int64_t>(data, length_tokens, out);
+    case DType::kFloat32:
+    case DType::kFloat64:
+      for (int64_t i = 0; i < length_tokens; ++i) out[i] = (*this)[i];
+      return;
+  }
 }
 
 Result<IndexedDataset> IndexedDataset::Open(const std::string& prefix, bool multimodal) {

@@ -1,6 +1,7 @@
 #include "gridfeed/order/sample.h"
 
 #include <algorithm>
+#include <numeric>
 
 namespace gridfeed::order {
 
@@ -12,7 +13,9 @@ void AssembleSample(const io::IndexedDataset& ds, const GptTablesView& t, int64_
   const int64_t d0 = t.SampleDoc(j), o0 = t.SampleOffset(j);
   const int64_t d1 = t.SampleDoc(j + 1), o1 = t.SampleOffset(j + 1);
 
-  std::vector<int64_t> raw(static_cast<size_t>(S + x), o.pad_id);
+  // Gather straight into `tokens` (S + x long for now); labels are copied from it.
+  std::vector<int64_t>& raw = out->tokens;
+  raw.resize(static_cast<size_t>(S + x));
   int64_t n = 0;
   auto append = [&](int64_t seq, int64_t offset, int64_t length) {
     length = std::min(length, S + x - n);  // never past S + x (only the padded tail is short)
@@ -32,27 +35,24 @@ void AssembleSample(const io::IndexedDataset& ds, const GptTablesView& t, int64_
     }
     append(t.document_index[d1], 0, o1 + x);
   }
+  std::fill(raw.begin() + n, raw.end(), o.pad_id);  // only a partial last sample
 
-  out->tokens.assign(raw.begin(), raw.begin() + S);
+  out->labels.resize(static_cast<size_t>(S));
   if (x) {
-    out->labels.assign(raw.begin() + 1, raw.end());
+    std::copy_n(raw.begin() + 1, S, out->labels.begin());
   } else {
-    out->labels.assign(raw.begin() + 1, raw.end());
-    out->labels.push_back(o.pad_id);
+    std::copy_n(raw.begin() + 1, S - 1, out->labels.begin());
+    out->labels[S - 1] = o.pad_id;
   }
-  out->loss_mask.assign(static_cast<size_t>(S), 1.0f);
+  out->tokens.resize(static_cast<size_t>(S));
+  out->loss_mask.resize(static_cast<size_t>(S));
   out->position_ids.resize(static_cast<size_t>(S));
-  for (int64_t i = 0; i < S; ++i) out->position_ids[i] = i;
+  std::iota(out->position_ids.begin(), out->position_ids.end(), int64_t{0});
   out->attention_mask.clear();
   if (o.create_attention_mask) {
     out->attention_mask.assign(static_cast<size_t>(S * S), 0);
     for (int64_t r = 0; r < S; ++r) {
       for (int64_t c = r + 1; c < S; ++c) out->attention_mask[r * S + c] = 1;
-    }
-  }
-  if (o.eod_mask_loss) {
-    for (int64_t i = 0; i < S; ++i) {
-      if (out->tokens[i] == o.eod_id) out->loss_mask[i] = 0.0f;
     }
   }
   if (o.reset_position_ids || o.reset_attention_mask) {
@@ -70,11 +70,18 @@ void AssembleSample(const io::IndexedDataset& ds, const GptTablesView& t, int64_
       }
     }
   }
-  // Pad clean-up, after masks and positions, in Megatron's order.
+  // Loss mask (EOD inputs with eod_mask_loss, pad labels) and pad clean-up in one pass, after
+  // masks and positions were computed from the original tokens, as Megatron orders it.
+  const int64_t pad = o.pad_id, eod = o.eod_id;
+  const bool eod_mask = o.eod_mask_loss;
+  int64_t* tokens = out->tokens.data();
+  int64_t* labels = out->labels.data();
+  float* loss = out->loss_mask.data();
   for (int64_t i = 0; i < S; ++i) {
-    if (out->labels[i] == o.pad_id) out->loss_mask[i] = 0.0f;
-    if (out->tokens[i] == o.pad_id) out->tokens[i] = 0;
-    if (out->labels[i] == o.pad_id) out->labels[i] = 0;
+    const int64_t tk = tokens[i], lb = labels[i];
+    loss[i] = ((eod_mask && tk == eod) || lb == pad) ? 0.0f : 1.0f;
+    tokens[i] = tk == pad ? 0 : tk;
+    labels[i] = lb == pad ? 0 : lb;
   }
 }
 
