@@ -8,6 +8,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -228,6 +229,17 @@ Runner RegisterRun(CLI::App& app) {
     int provided = 0;
     MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
     Status st = RunFeeder(*a, *flags);
+    if (!st.ok()) {
+      // Errors that reach here are agreed: every rank has the same one. Each prints it, then
+      // all meet once more so no rank is torn down before it printed.
+      int rank = 0;
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      std::fprintf(stderr, "gridfeed run: error (rank %d): %s\n", rank, st.ToString().c_str());
+      std::fflush(stderr);
+      MPI_Barrier(MPI_COMM_WORLD);
+      MPI_Finalize();
+      std::exit(1);
+    }
     MPI_Finalize();
     return st;
   };

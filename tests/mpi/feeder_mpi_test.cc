@@ -120,6 +120,7 @@ TEST_F(FeederMpi, EveryRankGetsWhatGetBatchGives) {
       ASSERT_TRUE(f.ok()) << f.status().ToString();
       const auto& g = (*f)->grid();
       EXPECT_EQ((*f)->holds_tables(), g.is_reader());
+      EXPECT_EQ((*f)->num_open_token_files() > 0, g.is_reader()) << "only readers open .bin";
       if (WorldRank() == 0) {
         EXPECT_EQ(ListTree("."), before) << "the build wrote a file";
       }

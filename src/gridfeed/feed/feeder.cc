@@ -270,6 +270,7 @@ int64_t Feeder::num_microbatches_per_global_batch() const {
 
 size_t Feeder::table_bytes_on_node() const { return impl_->tables->node_bytes(); }
 int Feeder::readers_on_node() const { return impl_->tables->readers_on_node(); }
+int Feeder::num_open_token_files() const { return static_cast<int>(impl_->datasets.size()); }
 bool Feeder::holds_tables() const { return !impl_->tables->image().empty(); }
 
 Result<MicroBatch> Feeder::Next() {

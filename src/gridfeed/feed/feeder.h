@@ -74,6 +74,8 @@ class Feeder {
   // Reader ranks sharing this node's copy (what a plain copy per rank would multiply).
   int readers_on_node() const;
   bool holds_tables() const;
+  // Token stores this rank has open (0 off the readers).
+  int num_open_token_files() const;
 
  private:
   struct Impl;
