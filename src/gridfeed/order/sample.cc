@@ -1,6 +1,7 @@
 #include "gridfeed/order/sample.h"
 
 #include <algorithm>
+#include <climits>
 #include <numeric>
 
 namespace gridfeed::order {
@@ -70,13 +71,30 @@ void AssembleSample(const io::IndexedDataset& ds, const GptTablesView& t, int64_
       }
     }
   }
-  // Loss mask (EOD inputs with eod_mask_loss, pad labels) and pad clean-up in one pass, after
-  // masks and positions were computed from the original tokens, as Megatron orders it.
+  // Loss mask (EOD inputs with eod_mask_loss, pad labels) and pad clean-up, after masks and
+  // positions were computed from the original tokens, as Megatron orders it.
   const int64_t pad = o.pad_id, eod = o.eod_id;
   const bool eod_mask = o.eod_mask_loss;
   int64_t* tokens = out->tokens.data();
   int64_t* labels = out->labels.data();
   float* loss = out->loss_mask.data();
+  // Fast path: a full sample whose tokens all lie above the pad id has nothing to clean up.
+  const bool full = n == S + x && (x == 1 || pad != labels[S - 1]);
+  bool pad_possible = !full;
+  if (!pad_possible) {
+    int64_t lowest = INT64_MAX;
+    for (int64_t i = 0; i < S; ++i) lowest = std::min(lowest, tokens[i]);
+    lowest = std::min(lowest, labels[S - 1]);
+    pad_possible = lowest <= pad || pad >= 0;
+  }
+  if (!pad_possible) {
+    if (eod_mask) {
+      for (int64_t i = 0; i < S; ++i) loss[i] = tokens[i] == eod ? 0.0f : 1.0f;
+    } else {
+      std::fill_n(loss, S, 1.0f);
+    }
+    return;
+  }
   for (int64_t i = 0; i < S; ++i) {
     const int64_t tk = tokens[i], lb = labels[i];
     loss[i] = ((eod_mask && tk == eod) || lb == pad) ? 0.0f : 1.0f;
