@@ -194,9 +194,8 @@ Status RunFeeder(RunArgs a, const DataFlags& flags) {
         g.world_size(), g.tp_size(), g.pp_size(), g.cp_size(), g.dp_size(),
         static_cast<long long>(a.train_iters), static_cast<long long>(per_step),
         static_cast<long long>(mbs), static_cast<long long>(f->consumed_samples()), open_total,
-        s.build_seconds, s.broadcast_seconds, s.open_seconds, node_mb, f->readers_on_node(), plain_mb,
-        rate,
-        rate * static_cast<double>(mbs * a.feeder.data.seq_length));
+        s.build_seconds, s.broadcast_seconds, s.open_seconds, node_mb, f->readers_on_node(),
+        plain_mb, rate, rate * static_cast<double>(mbs * a.feeder.data.seq_length));
     if (!a.dump_dir.empty()) std::printf("dump: %s/rank<N>/\n", a.dump_dir.c_str());
   }
   return Status::Ok();

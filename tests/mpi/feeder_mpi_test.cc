@@ -58,11 +58,24 @@ struct GoldenBatchCase {
 };
 
 const GoldenBatchCase kCases[] = {
-    {"u16_s969_L64_seed1234", {"corpora/corpus_u16"}, "969,30,1", 64, 1234, 4, 8,
-     {"3000", "120", "30"}, 0},
+    {"u16_s969_L64_seed1234",
+     {"corpora/corpus_u16"},
+     "969,30,1",
+     64,
+     1234,
+     4,
+     8,
+     {"3000", "120", "30"},
+     0},
     {"blend2_w_u16_i32_L128",
      {"0.3", "corpora/corpus_u16", "0.7", "corpora/corpus_i32"},
-     "969,30,1", 128, 1234, 2, 0, {"2000", "100", "20"}, 0},
+     "969,30,1",
+     128,
+     1234,
+     2,
+     0,
+     {"2000", "100", "20"},
+     0},
 };
 
 FeederOptions OptionsFor(const GoldenBatchCase& c, Layout l) {
@@ -133,8 +146,8 @@ TEST_F(FeederMpi, EveryRankGetsWhatGetBatchGives) {
       const int64_t S = c.seq_length, mbs = c.mbs, dp = g.dp_size();
       const int steps = 3;
       const bool golden = dp == 2;  // the golden micro-batches were taken at DP = 2
-      const std::string gdir = GoldenDir() + "/cases/" + c.name + "/batches/dp_rank_" +
-                               std::to_string(g.dp_rank());
+      const std::string gdir =
+          GoldenDir() + "/cases/" + c.name + "/batches/dp_rank_" + std::to_string(g.dp_rank());
       for (int step = 0; step < steps; ++step) {
         auto mb = (*f)->Next();
         ASSERT_TRUE(mb.ok()) << mb.status().ToString();
@@ -229,8 +242,7 @@ TEST_F(FeederMpi, OneReaderCannotOpenItsTokenFiles) {
   o.testing_fail_open_rank = WorldSize() - 1;
   auto f = Feeder::Open(o, MPI_COMM_WORLD);
   ASSERT_FALSE(f.ok());
-  EXPECT_NE(f.status().message().find("rank " + std::to_string(WorldSize() - 1)),
-            std::string::npos)
+  EXPECT_NE(f.status().message().find("rank " + std::to_string(WorldSize() - 1)), std::string::npos)
       << f.status().message();
   ExpectSameEverywhere(f.status());
 }
@@ -255,6 +267,23 @@ TEST_F(FeederMpi, BadBatchSizesAreReportedBeforeAnyBuild) {
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(f.status().message().find("global-batch-size"), std::string::npos);
+  ExpectSameEverywhere(f.status());
+}
+
+TEST_F(FeederMpi, DeviceBroadcastWithoutAGpuFailsTheSameEverywhere) {
+  FeederOptions o = OptionsFor(kCases[0], {1, 1, 1});
+  o.device_broadcast = true;
+  auto f = Feeder::Open(o, MPI_COMM_WORLD);
+  if (f.ok()) {
+    // A machine with a GPU per rank: the payload must arrive on the device.
+    auto mb = (*f)->Next();
+    ASSERT_TRUE(mb.ok()) << mb.status().ToString();
+    EXPECT_NE(mb->device_payload, nullptr);
+    EXPECT_GT(mb->device_payload_bytes, 0u);
+    return;
+  }
+  EXPECT_EQ(f.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(f.status().message().find("device broadcast"), std::string::npos);
   ExpectSameEverywhere(f.status());
 }
 

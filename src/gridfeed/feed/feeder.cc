@@ -4,12 +4,15 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
 
+#include "gridfeed/device/probe.h"
+#include "gridfeed/device/tp_broadcast.h"
 #include "gridfeed/dist/agree.h"
 #include "gridfeed/dist/shared_tables.h"
 #include "gridfeed/feed/data_build.h"
@@ -93,6 +96,7 @@ struct Feeder::Impl {
   FeederOptions options;
   std::unique_ptr<dist::Grid> grid;
   std::unique_ptr<dist::SharedTables> tables;
+  std::unique_ptr<device::TpBroadcast> device_bcast;
   std::map<std::string, std::unique_ptr<io::IndexedDataset>> datasets;
   order::SampleOptions sample_options;
   PayloadLayout layout;
@@ -256,8 +260,57 @@ Result<std::unique_ptr<Feeder>> Feeder::Open(const FeederOptions& options, MPI_C
   }
   GRIDFEED_RETURN_IF_ERROR(dist::AgreeOnStatus(g.world(), opened, g.world_rank()));
   f->startup_.open_seconds = Since(t0);
+  if (options.device_broadcast) GRIDFEED_RETURN_IF_ERROR(OpenDevicePath(im));
   if (g.is_reader()) im.worker = std::thread([&im, first = im.next_step] { im.Prefetch(first); });
   return f;
+}
+
+// Collective on the world: every rank makes the same two agreements; ranks of stages that
+// receive data also set up their TP group's NCCL communicator in between.
+Status Feeder::OpenDevicePath(Impl& im) {
+  const dist::Grid& g = *im.grid;
+  const bool receives = im.layout.has_inputs || im.layout.has_targets;
+  const auto probe = device::Probe();
+  Status local;
+  if (!receives) {
+    // Middle pipeline stages receive nothing and need no GPU for gridfeed.
+  } else if (!probe.compiled_with_nccl) {
+    local = FailedPrecondition("device broadcast asked for, but gridfeed was built without NCCL");
+  } else if (probe.device_count == 0) {
+    local = FailedPrecondition("device broadcast asked for, but no GPU is usable (" +
+                               probe.cuda_status + ")");
+  }
+  GRIDFEED_RETURN_IF_ERROR(dist::AgreeOnStatus(g.world(), local, g.world_rank()));
+  if (!receives) return dist::AgreeOnStatus(g.world(), Status(), g.world_rank());
+  std::vector<std::byte> id(128);
+  Status made;
+  if (g.tp_rank() == 0) {
+    auto r = device::TpBroadcast::NewGroupId();
+    if (r.ok())
+      id = *r;
+    else
+      made = r.status();
+  }
+  GRIDFEED_RETURN_IF_ERROR(dist::BroadcastStatus(g.tp_comm(), 0, made));
+  uint64_t n = id.size();
+  MPI_Bcast(&n, 1, MPI_UINT64_T, 0, g.tp_comm());
+  id.resize(n);
+  GRIDFEED_RETURN_IF_ERROR(dist::BroadcastBytes(g.tp_comm(), 0, id));
+  // One GPU per rank on a node: the rank's index among the node's ranks (from the launcher).
+  int local_rank = 0;
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"}) {
+    if (const char* e = std::getenv(v)) {
+      local_rank = std::atoi(e);
+      break;
+    }
+  }
+  auto b = device::TpBroadcast::Create(id.data(), id.size(), g.tp_rank(), g.tp_size(),
+                                       local_rank % std::max(1, probe.device_count),
+                                       im.layout.total_bytes);
+  Status created = b.ok() ? Status() : b.status();
+  GRIDFEED_RETURN_IF_ERROR(dist::AgreeOnStatus(g.world(), created, g.world_rank()));
+  im.device_bcast = std::move(b).value();
+  return Status::Ok();
 }
 
 Feeder::~Feeder() = default;

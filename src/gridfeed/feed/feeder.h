@@ -34,7 +34,12 @@ struct FeederOptions {
   int64_t global_batch_size = 0;  // 0 = micro_batch_size x DP
   int64_t consumed_samples = 0;   // start as if resumed here (a global sample count)
   order::Split split = order::Split::kTrain;
-  int prefetch_depth = 4;           // micro-batches assembled ahead on each reader
+  int prefetch_depth = 4;  // micro-batches assembled ahead on each reader
+  // TP broadcast on the GPU: TP rank 0 copies the payload to its device asynchronously and
+  // NCCL broadcasts it inside the TP group; MicroBatch::device_payload then holds it on every
+  // TP rank (host fields stay empty). Needs CUDA + NCCL and a GPU per rank; if any rank lacks
+  // one, Open fails the same way everywhere. Off: MPI broadcast of host memory.
+  bool device_broadcast = false;
   int testing_fail_open_rank = -1;  // tests only: this world rank fails to open its token files
 };
 
@@ -50,6 +55,10 @@ struct MicroBatch {
   std::vector<int64_t> tokens, position_ids, labels;
   std::vector<float> loss_mask;
   std::vector<uint8_t> attention_mask;  // 1 = masked out; only with create_attention_mask
+  // Device path only: the packed payload in this rank's GPU memory (see feed/payload.h for
+  // the layout); valid until the next Next().
+  const void* device_payload = nullptr;
+  size_t device_payload_bytes = 0;
   bool empty() const { return !has_inputs && !has_targets; }
 };
 
@@ -80,6 +89,7 @@ class Feeder {
  private:
   struct Impl;
   Feeder() = default;
+  static Status OpenDevicePath(Impl& im);
   std::unique_ptr<Impl> impl_;
   int64_t consumed_ = 0;
   int64_t split_length_ = 0;

@@ -21,12 +21,18 @@ void Widen(const std::byte* data, int64_t n, int64_t* out) {
 void TokenSpan::CopyTo(int64_t* out) const {
   // One dtype dispatch per run, then a loop the compiler vectorises.
   switch (dtype) {
-    case DType::kUInt16: return Widen<uint16_t>(data, length_tokens, out);
-    case DType::kInt32: return Widen<int32_t>(data, length_tokens, out);
-    case DType::kUInt8: return Widen<uint8_t>(data, length_tokens, out);
-    case DType::kInt8: return Widen<int8_t>(data, length_tokens, out);
-    case DType::kInt16: return Widen<int16_t>(data, length_tokens, out);
-    case DType::kInt64: return Widen<int64_t>(data, length_tokens, out);
+    case DType::kUInt16:
+      return Widen<uint16_t>(data, length_tokens, out);
+    case DType::kInt32:
+      return Widen<int32_t>(data, length_tokens, out);
+    case DType::kUInt8:
+      return Widen<uint8_t>(data, length_tokens, out);
+    case DType::kInt8:
+      return Widen<int8_t>(data, length_tokens, out);
+    case DType::kInt16:
+      return Widen<int16_t>(data, length_tokens, out);
+    case DType::kInt64:
+      return Widen<int64_t>(data, length_tokens, out);
     case DType::kFloat32:
     case DType::kFloat64:
       for (int64_t i = 0; i < length_tokens; ++i) out[i] = (*this)[i];

@@ -1,0 +1,38 @@
+// Device path of the TP broadcast: TP rank 0 copies a micro-batch payload from pinned host
+// memory to its GPU asynchronously, then NCCL broadcasts it inside the TP group, so every TP
+// rank ends with the payload in device memory. One header, two implementations: CUDA + NCCL
+// (tp_broadcast_cuda.cu) and a host twin (tp_broadcast_host.cc) that reports kFailedPrecondition,
+// so callers keep the MPI host path on machines without a GPU.
+// Not thread safe; the NCCL calls are collective on the TP group.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "gridfeed/core/status.h"
+
+namespace gridfeed::device {
+
+class TpBroadcast {
+ public:
+  virtual ~TpBroadcast() = default;
+
+  // A new NCCL unique id (on TP rank 0); the caller sends its bytes to the other TP ranks.
+  static Result<std::vector<std::byte>> NewGroupId();
+  // Collective on the TP group: joins the NCCL group `group_id` as `tp_rank` of `tp_size` on
+  // CUDA device `device`, with buffers for payloads of up to `max_bytes`.
+  // (Pointer + size rather than std::span: this header is also compiled by nvcc as C++17.)
+  static Result<std::unique_ptr<TpBroadcast>> Create(const std::byte* group_id,
+                                                     size_t group_id_bytes, int tp_rank,
+                                                     int tp_size, int device, size_t max_bytes);
+
+  // Pinned host staging buffer of max_bytes: TP rank 0 writes the payload here.
+  virtual std::byte* host_buffer() = 0;
+  // Collective on the TP group: rank 0's first `bytes` of host_buffer() arrive in every
+  // rank's device_buffer(). Returns after the data is on the device.
+  virtual Status Broadcast(size_t bytes) = 0;
+  virtual void* device_buffer() = 0;
+};
+
+}  // namespace gridfeed::device
