@@ -282,35 +282,44 @@ Status Feeder::OpenDevicePath(Impl& im) {
   }
   GRIDFEED_RETURN_IF_ERROR(dist::AgreeOnStatus(g.world(), local, g.world_rank()));
   if (!receives) return dist::AgreeOnStatus(g.world(), Status(), g.world_rank());
+  // From here on a failure in one TP group must not skip the final world agreement (other
+  // groups would wait in it forever), so errors are carried, not returned.
   std::vector<std::byte> id(128);
   Status made;
   if (g.tp_rank() == 0) {
     auto r = device::TpBroadcast::NewGroupId();
-    if (r.ok())
+    if (r.ok()) {
       id = *r;
-    else
+    } else {
       made = r.status();
-  }
-  GRIDFEED_RETURN_IF_ERROR(dist::BroadcastStatus(g.tp_comm(), 0, made));
-  uint64_t n = id.size();
-  MPI_Bcast(&n, 1, MPI_UINT64_T, 0, g.tp_comm());
-  id.resize(n);
-  GRIDFEED_RETURN_IF_ERROR(dist::BroadcastBytes(g.tp_comm(), 0, id));
-  // One GPU per rank on a node: the rank's index among the node's ranks (from the launcher).
-  int local_rank = 0;
-  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"}) {
-    if (const char* e = std::getenv(v)) {
-      local_rank = std::atoi(e);
-      break;
     }
   }
-  auto b = device::TpBroadcast::Create(id.data(), id.size(), g.tp_rank(), g.tp_size(),
-                                       local_rank % std::max(1, probe.device_count),
-                                       im.layout.total_bytes);
-  Status created = b.ok() ? Status() : b.status();
-  GRIDFEED_RETURN_IF_ERROR(dist::AgreeOnStatus(g.world(), created, g.world_rank()));
-  im.device_bcast = std::move(b).value();
-  return Status::Ok();
+  Status st = dist::BroadcastStatus(g.tp_comm(), 0, made);
+  if (st.ok()) {
+    uint64_t n = id.size();
+    st = dist::MpiStatus(MPI_Bcast(&n, 1, MPI_UINT64_T, 0, g.tp_comm()), "MPI_Bcast");
+    id.resize(n);
+    if (st.ok()) st = dist::BroadcastBytes(g.tp_comm(), 0, id);
+  }
+  if (st.ok()) {
+    // One GPU per rank on a node: the rank's index among the node's ranks (from the launcher).
+    int local_rank = 0;
+    for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"}) {
+      if (const char* e = std::getenv(v)) {
+        local_rank = std::atoi(e);
+        break;
+      }
+    }
+    auto b = device::TpBroadcast::Create(id.data(), id.size(), g.tp_rank(), g.tp_size(),
+                                         local_rank % std::max(1, probe.device_count),
+                                         im.layout.total_bytes);
+    if (b.ok()) {
+      im.device_bcast = std::move(b).value();
+    } else {
+      st = b.status();
+    }
+  }
+  return dist::AgreeOnStatus(g.world(), st, g.world_rank());
 }
 
 Feeder::~Feeder() = default;
