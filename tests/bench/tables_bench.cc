@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <numeric>
@@ -142,6 +143,12 @@ BENCHMARK_CAPTURE(BM_Floor, epochs3, 3.0)->UseManualTime()->Iterations(1)->Unit(
 }  // namespace
 
 int main(int argc, char** argv) {
+  // GRIDFEED_BENCH_WRITE_ONLY=1: write the synthetic corpus, print its prefix, exit (for the
+  // MPI start-up benchmark).
+  if (std::getenv("GRIDFEED_BENCH_WRITE_ONLY")) {
+    std::printf("%s\n", Corpus().c_str());
+    return 0;
+  }
   benchmark::Initialize(&argc, argv);
   gridfeed::bench::RatioReporter reporter(
       std::vector<std::pair<std::string, std::string>>{{"BM_Build", "BM_Floor"}});
