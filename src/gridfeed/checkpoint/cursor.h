@@ -1,0 +1,37 @@
+// The consumed-sample cursor and its HDF5 schema (README "Checkpoint format").
+//
+// Group /gridfeed of a file of gridfeed's own, written by one rank: a temporary file, fsync,
+// rename over the target, fsync of the directory, so a crash leaves the old checkpoint or the
+// new one, never a mix. Datasets are chunked with the Fletcher32 checksum, so a flipped byte is
+// reported as corruption. A reader of format version N rejects version N+1 with a clear message.
+// Local (no MPI); thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gridfeed/core/status.h"
+
+namespace gridfeed::checkpoint {
+
+inline constexpr int64_t kFormatVersion = 1;
+
+struct Cursor {
+  std::string fingerprint;       // hex XXH3-64 of canonical_config
+  std::string canonical_config;  // JSON: every option and data fact that decides the order
+  int64_t iteration = 0;         // training step at save time
+  int64_t consumed_train_samples = 0;  // global
+  int64_t consumed_valid_samples = 0;
+  int64_t consumed_test_samples = 0;
+  std::vector<int64_t> source_samples;  // per blend source (train), consumed so far
+  std::vector<int64_t> source_tokens;
+  int64_t dp = 1, tp = 1, pp = 1, cp = 1;
+  int64_t micro_batch_size = 1, global_batch_size = 1;
+};
+
+Status WriteCursor(const std::string& path, const Cursor& cursor);
+// NotFound for a missing file, DataLoss for a corrupt or truncated one (nothing is written).
+Result<Cursor> ReadCursor(const std::string& path);
+
+}  // namespace gridfeed::checkpoint
