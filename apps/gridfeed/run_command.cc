@@ -29,6 +29,8 @@ struct RunArgs {
   feed::FeederOptions feeder;
   int64_t train_iters = 10;
   std::string dump_dir;
+  std::string save_path;
+  int64_t save_interval = 0;
   int kill_rank = -1, kill_step = -1;
 };
 
@@ -138,7 +140,13 @@ Status RunFeeder(RunArgs a, const DataFlags& flags) {
   Dump dump;
   int64_t micro_batches = 0;
   Clock::time_point steady_start;
-  for (int64_t it = 0; it < a.train_iters; ++it) {
+  const int64_t first_iter = f->resumed_iteration();
+  if (g.world_rank() == 0 && !a.feeder.resume_from.empty()) {
+    std::printf("resumed from %s at iteration %lld, %lld consumed samples\n",
+                a.feeder.resume_from.c_str(), static_cast<long long>(first_iter),
+                static_cast<long long>(f->consumed_samples()));
+  }
+  for (int64_t it = first_iter; it < a.train_iters; ++it) {
     for (int64_t m = 0; m < per_step; ++m) {
       if (it == a.kill_step && g.world_rank() == a.kill_rank) std::raise(SIGKILL);
       const int64_t base = f->consumed_samples();
@@ -169,6 +177,11 @@ Status RunFeeder(RunArgs a, const DataFlags& flags) {
         }
       }
       if (!a.dump_dir.empty()) dump.Add(*mb);
+    }
+    const bool last = it + 1 == a.train_iters;
+    if (!a.save_path.empty() &&
+        (last || (a.save_interval > 0 && (it + 1) % a.save_interval == 0))) {
+      GRIDFEED_RETURN_IF_ERROR(f->SaveCheckpoint(a.save_path, it + 1));
     }
   }
   const double steady =
@@ -221,6 +234,13 @@ Runner RegisterRun(CLI::App& app) {
   sub->add_option("--consumed-samples", f.consumed_samples, "Start as if resumed here");
   sub->add_option("--prefetch-depth", f.prefetch_depth)->capture_default_str();
   sub->add_option("--dump", a->dump_dir, "Every rank writes what it received here");
+  sub->add_option("--save", a->save_path,
+                  "HDF5 checkpoint of the cursor (at the end and every "
+                  "--save-interval iterations)");
+  sub->add_option("--save-interval", a->save_interval, "Iterations between checkpoints");
+  sub->add_option("--resume", f.resume_from, "Continue from this checkpoint");
+  sub->add_flag("--allow-batch-size-change", f.allow_batch_size_change,
+                "Resume with another global batch size from the same global sample");
   sub->add_option("--testing-kill-rank", a->kill_rank)->group("");
   sub->add_option("--testing-kill-step", a->kill_step)->group("");
   sub->add_option("--testing-fail-open-rank", f.testing_fail_open_rank)->group("");

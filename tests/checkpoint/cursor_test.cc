@@ -45,9 +45,8 @@ TEST(Cursor, RoundTrips) {
   later.iteration = 43;
   ASSERT_TRUE(WriteCursor(path, later).ok());
   EXPECT_EQ(ReadCursor(path)->iteration, 43);
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(
-                              std::filesystem::path(path).parent_path()),
-                          {}),
+  EXPECT_EQ(std::distance(
+                std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()), {}),
             1);  // no temporary left behind
 }
 

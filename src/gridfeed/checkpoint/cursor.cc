@@ -43,12 +43,12 @@ Status WriteInts(hid_t group, const char* name, const std::vector<int64_t>& valu
   Handle plist(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
   H5Pset_chunk(plist.get(), 1, &chunk);
   H5Pset_fletcher32(plist.get());
-  Handle ds(H5Dcreate2(group, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT, plist.get(),
-                       H5P_DEFAULT),
-            H5Dclose);
+  Handle ds(
+      H5Dcreate2(group, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT, plist.get(), H5P_DEFAULT),
+      H5Dclose);
   if (!ds.ok()) return IoError(std::string("cannot create dataset /gridfeed/") + name);
-  if (n > 0 && H5Dwrite(ds.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                        values.data()) < 0) {
+  if (n > 0 &&
+      H5Dwrite(ds.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0) {
     return IoError(std::string("cannot write dataset /gridfeed/") + name);
   }
   return Status::Ok();
@@ -63,8 +63,7 @@ Result<std::vector<int64_t>> ReadInts(hid_t group, const char* name, const std::
   hsize_t n = 0;
   H5Sget_simple_extent_dims(space.get(), &n, nullptr);
   std::vector<int64_t> out(n);
-  if (n > 0 && H5Dread(ds.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                       out.data()) < 0) {
+  if (n > 0 && H5Dread(ds.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) < 0) {
     return DataLoss("checkpoint '" + path + "': dataset /gridfeed/" + name +
                     " fails its Fletcher32 checksum or cannot be read (corrupt file)");
   }
@@ -75,8 +74,7 @@ Status WriteString(hid_t group, const char* name, const std::string& value) {
   Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
   H5Tset_size(type.get(), std::max<size_t>(value.size(), 1));
   Handle space(H5Screate(H5S_SCALAR), H5Sclose);
-  Handle attr(H5Acreate2(group, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
-              H5Aclose);
+  Handle attr(H5Acreate2(group, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
   if (!attr.ok() || H5Awrite(attr.get(), type.get(), value.empty() ? "" : value.data()) < 0) {
     return IoError(std::string("cannot write attribute ") + name);
   }

@@ -18,9 +18,9 @@ namespace gridfeed::checkpoint {
 inline constexpr int64_t kFormatVersion = 1;
 
 struct Cursor {
-  std::string fingerprint;       // hex XXH3-64 of canonical_config
-  std::string canonical_config;  // JSON: every option and data fact that decides the order
-  int64_t iteration = 0;         // training step at save time
+  std::string fingerprint;             // hex XXH3-64 of canonical_config
+  std::string canonical_config;        // JSON: every option and data fact that decides the order
+  int64_t iteration = 0;               // training step at save time
   int64_t consumed_train_samples = 0;  // global
   int64_t consumed_valid_samples = 0;
   int64_t consumed_test_samples = 0;

@@ -11,11 +11,13 @@
 #include <mutex>
 #include <thread>
 
+#include "gridfeed/checkpoint/cursor.h"
 #include "gridfeed/device/probe.h"
 #include "gridfeed/device/tp_broadcast.h"
 #include "gridfeed/dist/agree.h"
 #include "gridfeed/dist/shared_tables.h"
 #include "gridfeed/feed/data_build.h"
+#include "gridfeed/feed/fingerprint.h"
 #include "gridfeed/feed/payload.h"
 #include "gridfeed/io/indexed_dataset.h"
 #include "gridfeed/order/cp_zigzag.h"
@@ -212,6 +214,7 @@ Result<std::unique_ptr<Feeder>> Feeder::Open(const FeederOptions& options, MPI_C
   }
 
   dist::DistributeTimes times;
+  std::string canonical;
   auto build = [&]() -> Result<std::vector<std::byte>> {
     GRIDFEED_ASSIGN_OR_RETURN(order::BuiltDatasets b, BuildFromOptions(options.data));
     if (!b.splits[static_cast<int>(options.split)]) {
@@ -219,11 +222,49 @@ Result<std::unique_ptr<Feeder>> Feeder::Open(const FeederOptions& options, MPI_C
                                 order::kSplitNames[static_cast<int>(options.split)] +
                                 " split is empty with this --split");
     }
+    canonical = CanonicalConfig(options.data, b);
     return order::SerializeTables(b);
   };
   GRIDFEED_ASSIGN_OR_RETURN(im.tables, dist::SharedTables::BuildAndDistribute(g, build, &times));
   f->startup_.build_seconds = times.build_seconds;
   f->startup_.broadcast_seconds = times.broadcast_seconds;
+  GRIDFEED_RETURN_IF_ERROR(dist::BroadcastString(g.world(), 0, &canonical));
+  f->canonical_config_ = canonical;
+  f->fingerprint_ = FingerprintOf(canonical);
+
+  // Resume: world rank 0 reads and checks the cursor, everyone learns the outcome.
+  int64_t resume[2] = {options.consumed_samples, 0};  // consumed, iteration
+  if (!options.resume_from.empty()) {
+    Status checked;
+    if (g.world_rank() == 0) {
+      auto cursor = checkpoint::ReadCursor(options.resume_from);
+      if (!cursor.ok()) {
+        checked = cursor.status();
+      } else if (FingerprintOf(cursor->canonical_config) != cursor->fingerprint) {
+        checked = DataLoss("checkpoint '" + options.resume_from +
+                           "': its configuration text does not match its fingerprint (corrupt)");
+      } else if (cursor->fingerprint != f->fingerprint_) {
+        checked = FailedPrecondition(
+            "checkpoint '" + options.resume_from + "' was written for another data order (" +
+            DescribeChange(cursor->canonical_config, canonical) + "); refusing to resume");
+      } else if (cursor->global_batch_size != im.options.global_batch_size &&
+                 !options.allow_batch_size_change) {
+        checked = FailedPrecondition(
+            "checkpoint '" + options.resume_from + "' used global batch size " +
+            std::to_string(cursor->global_batch_size) + ", now " +
+            std::to_string(im.options.global_batch_size) +
+            "; pass --allow-batch-size-change to continue from the same global sample");
+      } else {
+        resume[0] = cursor->consumed_train_samples;
+        resume[1] = cursor->iteration;
+      }
+    }
+    GRIDFEED_RETURN_IF_ERROR(dist::BroadcastStatus(g.world(), 0, checked.WithContext("rank 0")));
+    GRIDFEED_RETURN_IF_ERROR(
+        dist::MpiStatus(MPI_Bcast(resume, 2, MPI_INT64_T, 0, g.world()), "MPI_Bcast(cursor)"));
+    im.options.consumed_samples = resume[0];
+    f->resumed_iteration_ = resume[1];
+  }
 
   // Everyone learns the split length (non-readers hold no tables) and the pad id.
   auto t0 = Clock::now();
@@ -236,8 +277,8 @@ Result<std::unique_ptr<Feeder>> Feeder::Open(const FeederOptions& options, MPI_C
       dist::MpiStatus(MPI_Bcast(meta, 2, MPI_INT64_T, 0, g.world()), "MPI_Bcast(split length)"));
   f->split_length_ = meta[0];
   const int64_t step_samples = options.micro_batch_size * im.dp;
-  im.num_steps = std::max<int64_t>(0, (meta[0] - options.consumed_samples) / step_samples);
-  f->consumed_ = options.consumed_samples;
+  im.num_steps = std::max<int64_t>(0, (meta[0] - im.options.consumed_samples) / step_samples);
+  f->consumed_ = im.options.consumed_samples;
   im.sample_options = ToSampleOptions(options.data, meta[1]);
   im.layout = PayloadLayout(options.micro_batch_size, options.data.seq_length, g.cp_size(),
                             g.first_stage(), g.last_stage(), options.data.create_attention_mask);
@@ -320,6 +361,33 @@ Status Feeder::OpenDevicePath(Impl& im) {
     }
   }
   return dist::AgreeOnStatus(g.world(), st, g.world_rank());
+}
+
+Status Feeder::SaveCheckpoint(const std::string& path, int64_t iteration) const {
+  const Impl& im = *impl_;
+  const dist::Grid& g = *im.grid;
+  Status written;
+  if (g.world_rank() == 0) {
+    checkpoint::Cursor c;
+    c.fingerprint = fingerprint_;
+    c.canonical_config = canonical_config_;
+    c.iteration = iteration;
+    c.consumed_train_samples = consumed_;
+    const auto& split = im.split();
+    c.source_samples.assign(split.mids.size(), 0);
+    const int64_t upto = std::min(consumed_, split.length);
+    if (split.blended) {
+      for (int64_t p = 0; p < upto; ++p) ++c.source_samples[split.dataset_index[p]];
+    } else {
+      c.source_samples[0] = upto;
+    }
+    for (int64_t n : c.source_samples) c.source_tokens.push_back(n * im.options.data.seq_length);
+    c.dp = g.dp_size(), c.tp = g.tp_size(), c.pp = g.pp_size(), c.cp = g.cp_size();
+    c.micro_batch_size = im.options.micro_batch_size;
+    c.global_batch_size = im.options.global_batch_size;
+    written = checkpoint::WriteCursor(path, c);
+  }
+  return dist::BroadcastStatus(g.world(), 0, written.WithContext("rank 0"));
 }
 
 Feeder::~Feeder() = default;

@@ -40,6 +40,11 @@ struct FeederOptions {
   // TP rank (host fields stay empty). Needs CUDA + NCCL and a GPU per rank; if any rank lacks
   // one, Open fails the same way everywhere. Off: MPI broadcast of host memory.
   bool device_broadcast = false;
+  // Resume from a gridfeed checkpoint (HDF5): the cursor replaces consumed_samples. Refused when
+  // the fingerprint differs (the message names the field); a changed DP/TP/PP/CP size is fine
+  // (the cursor is global), a changed global batch size only with allow_batch_size_change.
+  std::string resume_from;
+  bool allow_batch_size_change = false;
   int testing_fail_open_rank = -1;  // tests only: this world rank fails to open its token files
 };
 
@@ -78,6 +83,13 @@ class Feeder {
   const StartupTimes& startup() const { return startup_; }
   int64_t num_microbatches_per_global_batch() const;
   int64_t split_length() const { return split_length_; }
+  // The iteration stored in the checkpoint resumed from (0 for a fresh start).
+  int64_t resumed_iteration() const { return resumed_iteration_; }
+  const std::string& fingerprint() const { return fingerprint_; }
+  const std::string& canonical_config() const { return canonical_config_; }
+  // Collective on the world: world rank 0 writes the cursor (iteration, consumed samples,
+  // per-source counts, grid and batch sizes) atomically; every rank returns its status.
+  Status SaveCheckpoint(const std::string& path, int64_t iteration) const;
   // Table bytes held on this node (0 off the readers), for memory reports.
   size_t table_bytes_on_node() const;
   // Reader ranks sharing this node's copy (what a plain copy per rank would multiply).
@@ -93,6 +105,8 @@ class Feeder {
   std::unique_ptr<Impl> impl_;
   int64_t consumed_ = 0;
   int64_t split_length_ = 0;
+  int64_t resumed_iteration_ = 0;
+  std::string canonical_config_, fingerprint_;
   StartupTimes startup_;
 };
 
