@@ -16,5 +16,6 @@ Runner RegisterInspect(CLI::App& app);
 Runner RegisterTables(CLI::App& app);
 Runner RegisterSamples(CLI::App& app);
 Runner RegisterRun(CLI::App& app);
+Runner RegisterAudit(CLI::App& app);
 
 }  // namespace gridfeed::app

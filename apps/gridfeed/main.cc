@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   add(gridfeed::app::RegisterTables);
   add(gridfeed::app::RegisterSamples);
   add(gridfeed::app::RegisterRun);
+  add(gridfeed::app::RegisterAudit);
   CLI::App* version = app.add_subcommand("version", "Print the version and the device probe");
   try {
     app.parse(argc, argv);

@@ -14,6 +14,7 @@
 
 #include "commands.h"
 #include "data_flags.h"
+#include "gridfeed/audit/ledger.h"
 #include "gridfeed/core/log.h"
 #include "gridfeed/dist/agree.h"
 #include "gridfeed/feed/feeder.h"
@@ -30,6 +31,7 @@ struct RunArgs {
   int64_t train_iters = 10;
   std::string dump_dir;
   std::string save_path;
+  std::string ledger_dir;
   int64_t save_interval = 0;
   int kill_rank = -1, kill_step = -1;
 };
@@ -140,6 +142,21 @@ Status RunFeeder(RunArgs a, const DataFlags& flags) {
   Dump dump;
   int64_t micro_batches = 0;
   Clock::time_point steady_start;
+  // The ledger: one file per DP rank, written by the rank that receives its records.
+  std::unique_ptr<audit::LedgerWriter> ledger;
+  if (!a.ledger_dir.empty()) {
+    Status opened;
+    if (g.is_reader() && g.first_stage() && g.cp_rank() == 0) {
+      auto w = audit::LedgerWriter::Open(a.ledger_dir, g.dp_rank(), f->fingerprint(),
+                                         f->canonical_config());
+      if (w.ok()) {
+        ledger = std::move(w).value();
+      } else {
+        opened = w.status();
+      }
+    }
+    GRIDFEED_RETURN_IF_ERROR(dist::AgreeOnStatus(g.world(), opened, g.world_rank()));
+  }
   const int64_t first_iter = f->resumed_iteration();
   if (g.world_rank() == 0 && !a.feeder.resume_from.empty()) {
     std::printf("resumed from %s at iteration %lld, %lld consumed samples\n",
@@ -177,10 +194,23 @@ Status RunFeeder(RunArgs a, const DataFlags& flags) {
         }
       }
       if (!a.dump_dir.empty()) dump.Add(*mb);
+      if (ledger) {
+        for (const auto& r : mb->records) {
+          Status st = ledger->Append(r);
+          if (!st.ok()) Abort(g, st.ToString());
+        }
+      }
     }
     const bool last = it + 1 == a.train_iters;
-    if (!a.save_path.empty() &&
-        (last || (a.save_interval > 0 && (it + 1) % a.save_interval == 0))) {
+    const bool save =
+        !a.save_path.empty() && (last || (a.save_interval > 0 && (it + 1) % a.save_interval == 0));
+    // The ledger is durable at every checkpoint (and at the end), so a crash loses nothing
+    // that a checkpoint covers.
+    if (ledger && (save || last)) {
+      Status st = ledger->Flush();
+      if (!st.ok()) Abort(g, st.ToString());
+    }
+    if (save) {
       GRIDFEED_RETURN_IF_ERROR(f->SaveCheckpoint(a.save_path, it + 1));
     }
   }
@@ -239,6 +269,7 @@ Runner RegisterRun(CLI::App& app) {
                   "--save-interval iterations)");
   sub->add_option("--save-interval", a->save_interval, "Iterations between checkpoints");
   sub->add_option("--resume", f.resume_from, "Continue from this checkpoint");
+  sub->add_option("--ledger", a->ledger_dir, "Append one record per sample to DIR/dp<r>.tsv");
   sub->add_flag("--allow-batch-size-change", f.allow_batch_size_change,
                 "Resume with another global batch size from the same global sample");
   sub->add_option("--testing-kill-rank", a->kill_rank)->group("");

@@ -110,7 +110,12 @@ struct Feeder::Impl {
   std::thread worker;
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<std::vector<std::byte>> ready;
+  struct Prefetched {
+    std::vector<std::byte> payload;
+    std::vector<order::SampleRecord> records;
+  };
+  std::deque<Prefetched> ready;
+  bool keeps_records = false;  // first-stage reader of CP rank 0
   bool stop = false;
 
   const order::ImageSplit& split() const {
@@ -118,11 +123,14 @@ struct Feeder::Impl {
   }
 
   // Assembles the payload of one step on a reader.
-  void Assemble(int64_t step, std::vector<std::byte>* out) const {
+  void Assemble(int64_t step, std::vector<std::byte>* out,
+                std::vector<order::SampleRecord>* records) const {
     const int64_t mbs = options.micro_batch_size;
     const int64_t S = options.data.seq_length;
     const int64_t cp = grid->cp_size();
-    const int64_t base = options.consumed_samples + step * mbs * dp + grid->dp_rank() * mbs;
+    const int64_t step_start = options.consumed_samples + step * mbs * dp;
+    const int64_t base = step_start + grid->dp_rank() * mbs;
+    records->clear();
     out->assign(layout.total_bytes, std::byte{0});
     order::Sample sample;
     std::vector<int64_t> tokens, labels, positions;
@@ -133,6 +141,13 @@ struct Feeder::Impl {
       const auto [mid, j] = split().Locate(position);
       const auto& m = split().mids[mid];
       order::AssembleSample(*datasets.at(m.prefix), m.tables, j, sample_options, &sample);
+      if (keeps_records) {
+        auto r = order::MakeSampleRecord(position, mid, j, m.tables, sample.tokens);
+        r.iteration = step_start / options.global_batch_size;
+        r.micro_batch = (step_start % options.global_batch_size) / (mbs * dp);
+        r.dp_rank = grid->dp_rank();
+        records->push_back(r);
+      }
       layout.Put(out, PayloadLayout::kSampleIndices, k, &position, 1);
       if (layout.has_inputs) {
         tokens = order::CpZigzagSlice(sample.tokens, 1, S, 1, cp, grid->cp_rank());
@@ -157,18 +172,18 @@ struct Feeder::Impl {
   // trainer's thread advances).
   void Prefetch(int64_t first_step) {
     for (int64_t step = first_step; step < num_steps; ++step) {
-      std::vector<std::byte> payload;
-      Assemble(step, &payload);
+      Prefetched item;
+      Assemble(step, &item.payload, &item.records);
       std::unique_lock lock(mu);
       cv.wait(lock,
               [&] { return stop || static_cast<int>(ready.size()) < options.prefetch_depth; });
       if (stop) return;
-      ready.push_back(std::move(payload));
+      ready.push_back(std::move(item));
       cv.notify_all();
     }
   }
 
-  std::vector<std::byte> Take() {
+  Prefetched Take() {
     std::unique_lock lock(mu);
     cv.wait(lock, [&] { return !ready.empty(); });
     auto payload = std::move(ready.front());
@@ -302,6 +317,7 @@ Result<std::unique_ptr<Feeder>> Feeder::Open(const FeederOptions& options, MPI_C
   GRIDFEED_RETURN_IF_ERROR(dist::AgreeOnStatus(g.world(), opened, g.world_rank()));
   f->startup_.open_seconds = Since(t0);
   if (options.device_broadcast) GRIDFEED_RETURN_IF_ERROR(OpenDevicePath(im));
+  im.keeps_records = g.is_reader() && g.first_stage() && g.cp_rank() == 0;
   if (g.is_reader()) im.worker = std::thread([&im, first = im.next_step] { im.Prefetch(first); });
   return f;
 }
@@ -419,10 +435,13 @@ Result<MicroBatch> Feeder::Next() {
   mb.local_seq_length = mb.seq_length / g.cp_size();
   if (!im.layout.has_inputs && !im.layout.has_targets) return mb;  // middle stage
   std::vector<std::byte> payload;
-  if (g.tp_rank() == 0)
-    payload = im.Take();
-  else
+  if (g.tp_rank() == 0) {
+    auto item = im.Take();
+    payload = std::move(item.payload);
+    mb.records = std::move(item.records);
+  } else {
     payload.assign(im.layout.total_bytes, std::byte{0});
+  }
   if (g.tp_size() > 1) {
     GRIDFEED_RETURN_IF_ERROR(dist::BroadcastBytes(g.tp_comm(), 0, payload));
   }

@@ -23,6 +23,7 @@
 #include "gridfeed/config/data_options.h"
 #include "gridfeed/core/status.h"
 #include "gridfeed/dist/grid.h"
+#include "gridfeed/order/sample_record.h"
 #include "gridfeed/order/split.h"
 
 namespace gridfeed::feed {
@@ -60,6 +61,9 @@ struct MicroBatch {
   std::vector<int64_t> tokens, position_ids, labels;
   std::vector<float> loss_mask;
   std::vector<uint8_t> attention_mask;  // 1 = masked out; only with create_attention_mask
+  // On the first-stage reader of CP rank 0 (one per DP rank): what each sample is, for the
+  // ledger. Empty elsewhere.
+  std::vector<order::SampleRecord> records;
   // Device path only: the packed payload in this rank's GPU memory (see feed/payload.h for
   // the layout); valid until the next Next().
   const void* device_payload = nullptr;
