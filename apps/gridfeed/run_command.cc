@@ -148,7 +148,7 @@ Status RunFeeder(RunArgs a, const DataFlags& flags) {
     Status opened;
     if (g.is_reader() && g.first_stage() && g.cp_rank() == 0) {
       auto w = audit::LedgerWriter::Open(a.ledger_dir, g.dp_rank(), f->fingerprint(),
-                                         f->canonical_config());
+                                         f->canonical_config(), f->consumed_samples());
       if (w.ok()) {
         ledger = std::move(w).value();
       } else {

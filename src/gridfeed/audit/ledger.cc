@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
@@ -27,21 +28,34 @@ std::string FormatRecord(const LedgerRecord& r) {
 
 Result<std::unique_ptr<LedgerWriter>> LedgerWriter::Open(const std::string& dir, int dp_rank,
                                                          const std::string& fingerprint,
-                                                         const std::string& canonical_config) {
+                                                         const std::string& canonical_config,
+                                                         int64_t resume_position) {
   GRIDFEED_RETURN_IF_ERROR(io::MakeDirs(dir));
   std::unique_ptr<LedgerWriter> w(new LedgerWriter());
   w->path_ = dir + "/dp" + std::to_string(dp_rank) + ".tsv";
   const bool exists = std::filesystem::exists(w->path_);
   if (exists) {
     std::ifstream in(w->path_);
-    std::string line;
-    while (std::getline(in, line) && line.rfind("# ", 0) == 0) {
+    std::string line, kept;
+    bool dropped = false;
+    while (std::getline(in, line)) {
       if (line.rfind("# fingerprint ", 0) == 0 && line.substr(14) != fingerprint) {
         return FailedPrecondition("ledger '" + w->path_ + "' belongs to fingerprint " +
                                   line.substr(14) + ", this run is " + fingerprint +
                                   "; use another --ledger folder");
       }
+      if (!line.empty() && line[0] != '#' && line.rfind("iteration\t", 0) != 0) {
+        int64_t it, mb, dp, position;
+        if (std::sscanf(line.c_str(), "%" SCNd64 "\t%" SCNd64 "\t%" SCNd64 "\t%" SCNd64, &it, &mb,
+                        &dp, &position) != 4 ||
+            position >= resume_position || std::count(line.begin(), line.end(), '\t') != 8) {
+          dropped = true;
+          continue;
+        }
+      }
+      kept += line + "\n";
     }
+    if (dropped) GRIDFEED_RETURN_IF_ERROR(io::WriteStringToFile(w->path_, kept));
   }
   w->file_ = std::fopen(w->path_.c_str(), "a");
   if (w->file_ == nullptr) {

@@ -26,10 +26,14 @@ inline const char* kLedgerColumns =
 class LedgerWriter {
  public:
   // Creates DIR/dp<dp_rank>.tsv with its header, or appends to it after checking that its
-  // fingerprint is `fingerprint` (FailedPrecondition otherwise).
+  // fingerprint is `fingerprint` (FailedPrecondition otherwise). Records at or beyond
+  // `resume_position` (the cursor a resumed run starts from: what a crashed run read after its
+  // last checkpoint, including a torn last line) are dropped first, atomically, so the ledger
+  // holds each consumed position once.
   static Result<std::unique_ptr<LedgerWriter>> Open(const std::string& dir, int dp_rank,
                                                     const std::string& fingerprint,
-                                                    const std::string& canonical_config);
+                                                    const std::string& canonical_config,
+                                                    int64_t resume_position);
   ~LedgerWriter();
   Status Append(const LedgerRecord& r);
   Status Flush();  // fflush + fsync

@@ -82,6 +82,29 @@ std::vector<std::vector<int64_t>> Replay::Positions(int64_t first, int64_t last,
   return out;
 }
 
+namespace {
+
+std::string FirstDifferentField(const order::SampleRecord& got, const order::SampleRecord& want) {
+  auto field = [](const char* name, auto a, auto b) {
+    return std::string(name) + " recorded " + std::to_string(a) + ", recomputed " +
+           std::to_string(b);
+  };
+  if (got.dataset != want.dataset) return field("dataset", got.dataset, want.dataset);
+  if (got.dataset_sample != want.dataset_sample) {
+    return field("dataset_sample", got.dataset_sample, want.dataset_sample);
+  }
+  if (got.first_document != want.first_document) {
+    return field("first_document", got.first_document, want.first_document);
+  }
+  if (got.first_offset != want.first_offset) {
+    return field("first_offset", got.first_offset, want.first_offset);
+  }
+  if (got.token_xxh3 != want.token_xxh3) return "token_xxh3 differs (the tokens changed)";
+  return "a field differs";
+}
+
+}  // namespace
+
 Result<VerifyReport> Verify(const Ledger& ledger) {
   GRIDFEED_ASSIGN_OR_RETURN(config::DataOptions o,
                             DataOptionsFromCanonical(ledger.canonical_config));
@@ -100,8 +123,12 @@ Result<VerifyReport> Verify(const Ledger& ledger) {
     }
     const auto want = replay->Record(got.position, got.iteration, got.micro_batch, got.dp_rank);
     if (want != got) {
-      report.first_difference = e.file + " line " + std::to_string(e.line) + ": recorded '" +
-                                FormatRecord(got) + "', recomputed '" + FormatRecord(want) + "'";
+      report.first_difference =
+          "iteration " + std::to_string(got.iteration) + " micro-batch " +
+          std::to_string(got.micro_batch) + " dp_rank " + std::to_string(got.dp_rank) +
+          " position " + std::to_string(got.position) + " (" + e.file + " line " +
+          std::to_string(e.line) + "): " + FirstDifferentField(got, want) + "; recorded '" +
+          FormatRecord(got) + "', recomputed '" + FormatRecord(want) + "'";
       return report;
     }
   }

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -134,6 +136,13 @@ Status WriteCursor(const std::string& path, const Cursor& c) {
     }
   }
   Status st = FsyncPath(tmp, false);
+  // Tests only (GRIDFEED_TESTING_CRASH_BEFORE_RENAME=<iteration>): die between the complete
+  // temporary file and the rename, the window in which a crash must leave the previous checkpoint
+  // intact.
+  if (const char* v = std::getenv("GRIDFEED_TESTING_CRASH_BEFORE_RENAME");
+      v && std::atoll(v) == c.iteration) {
+    std::raise(SIGKILL);
+  }
   if (st.ok() && std::rename(tmp.c_str(), path.c_str()) != 0) {
     st = IoError("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
   }
