@@ -80,7 +80,9 @@ Result<std::unique_ptr<SharedTables>> SharedTables::BuildAndDistribute(const Gri
       MPI_Barrier(st->node_comm_);  // peers read only after the leader filled the window
       st->image_ = std::span<const std::byte>(base, header[0]);
     }
-    if (local.ok() && order::TableImageDigest(st->image_) != header[1]) {
+    // The node's readers share one copy, so its leader's check covers them all (hashing the
+    // same memory once per reader would only multiply the cost by the readers per node).
+    if (local.ok() && node_rank == 0 && order::TableImageDigest(st->image_) != header[1]) {
       local = DataLoss("table image digest mismatch after broadcast on " + grid.Describe());
     }
     if (local.ok()) {

@@ -2,7 +2,8 @@
 // header first ({status, message, size, digest}) to every rank, then the table image to the
 // reader ranks only. On each node one copy lives in an MPI shared-memory window: the node's
 // first reader (its leader) receives it, the other readers map it, so table memory per node
-// does not grow with the ranks per node. No file is written.
+// does not grow with the ranks per node; the leader checks the image's digest (its peers map
+// the very same memory). No file is written.
 #pragma once
 
 #include <mpi.h>
