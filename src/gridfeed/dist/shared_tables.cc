@@ -22,15 +22,14 @@ Result<std::unique_ptr<SharedTables>> SharedTables::BuildAndDistribute(const Gri
   MPI_Comm world = grid.world();
   auto t0 = Clock::now();
   // 1. Rank 0 builds; everyone learns the outcome from a fixed header first.
-  std::vector<std::byte> image;
+  std::unique_ptr<order::TableImageWriter> writer;
   Status built;
-  uint64_t header[2] = {0, 0};  // size, digest
+  uint64_t header[2] = {0, 0};  // image size, digest (the digest follows the image)
   if (grid.world_rank() == 0) {
     auto r = build();
     if (r.ok()) {
-      image = std::move(r).value();
-      header[0] = image.size();
-      header[1] = order::TableImageDigest(image);
+      writer = std::move(r).value();
+      header[0] = writer->size();
     } else {
       built = r.status().WithContext("rank 0 (table build)");
     }
@@ -39,10 +38,10 @@ Result<std::unique_ptr<SharedTables>> SharedTables::BuildAndDistribute(const Gri
   t0 = Clock::now();
   GRIDFEED_RETURN_IF_ERROR(BroadcastStatus(world, 0, built));
   GRIDFEED_RETURN_IF_ERROR(
-      MpiStatus(MPI_Bcast(header, 2, MPI_UINT64_T, 0, world), "MPI_Bcast(table header)"));
-  st->digest_ = header[1];
+      MpiStatus(MPI_Bcast(header, 1, MPI_UINT64_T, 0, world), "MPI_Bcast(table header)"));
 
-  // 2. The image goes to the readers: one shared window per node.
+  // 2. The image goes to the readers: one shared window per node. World rank 0 (reader 0,
+  // leader of its node) writes it straight into its window, freeing the tables as it goes.
   Status local;
   if (grid.is_reader()) {
     int reader_rank = 0;
@@ -68,29 +67,35 @@ Result<std::unique_ptr<SharedTables>> SharedTables::BuildAndDistribute(const Gri
       int disp = 0;
       MPI_Win_shared_query(st->window_, 0, &leader_size, &disp, &base);
       st->node_bytes_ = header[0];
-      // World rank 0 is reader 0 and the leader of its node: it fills its own window and
-      // broadcasts to the other leaders.
       if (node_rank == 0) {
-        if (grid.world_rank() == 0 && !image.empty()) {
-          std::memcpy(base, image.data(), image.size());
+        if (grid.world_rank() == 0) {
+          writer->WriteTo(base);
+          writer.reset();
+          header[1] = order::TableImageDigest(std::span<const std::byte>(base, header[0]));
         }
-        std::vector<std::byte>().swap(image);
         local = BroadcastBytes(st->leaders_comm_, 0, std::span<std::byte>(base, header[0]));
+        if (local.ok()) {
+          local = MpiStatus(MPI_Bcast(&header[1], 1, MPI_UINT64_T, 0, st->leaders_comm_),
+                            "MPI_Bcast(table digest)");
+        }
+        // The node's readers share this copy, so its leader's check covers them all.
+        if (local.ok() &&
+            order::TableImageDigest(std::span<const std::byte>(base, header[0])) != header[1]) {
+          local = DataLoss("table image digest mismatch after broadcast on " + grid.Describe());
+        }
       }
       MPI_Barrier(st->node_comm_);  // peers read only after the leader filled the window
+      MPI_Bcast(&header[1], 1, MPI_UINT64_T, 0, st->node_comm_);
+      st->digest_ = header[1];
       st->image_ = std::span<const std::byte>(base, header[0]);
-    }
-    // The node's readers share one copy, so its leader's check covers them all (hashing the
-    // same memory once per reader would only multiply the cost by the readers per node).
-    if (local.ok() && node_rank == 0 && order::TableImageDigest(st->image_) != header[1]) {
-      local = DataLoss("table image digest mismatch after broadcast on " + grid.Describe());
     }
     if (local.ok()) {
       auto parsed = order::ParseTableImage(st->image_);
-      if (parsed.ok())
+      if (parsed.ok()) {
         st->tables_ = std::move(parsed).value();
-      else
+      } else {
         local = parsed.status();
+      }
     }
   }
   GRIDFEED_RETURN_IF_ERROR(AgreeOnStatus(world, local, grid.world_rank()));

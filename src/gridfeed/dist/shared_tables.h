@@ -25,7 +25,8 @@ struct DistributeTimes {
 
 class SharedTables {
  public:
-  using BuildFn = std::function<Result<std::vector<std::byte>>()>;
+  // Builds the tables and returns the writer of their image (world rank 0 only).
+  using BuildFn = std::function<Result<std::unique_ptr<order::TableImageWriter>>()>;
 
   // Collective on grid.world(). `build` runs on world rank 0 only. Every rank returns the
   // same status: rank 0's build error ("rank 0: ..."), or a digest/parse failure on any reader.

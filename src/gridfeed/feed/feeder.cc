@@ -230,7 +230,7 @@ Result<std::unique_ptr<Feeder>> Feeder::Open(const FeederOptions& options, MPI_C
 
   dist::DistributeTimes times;
   std::string canonical;
-  auto build = [&]() -> Result<std::vector<std::byte>> {
+  auto build = [&]() -> Result<std::unique_ptr<order::TableImageWriter>> {
     GRIDFEED_ASSIGN_OR_RETURN(order::BuiltDatasets b, BuildFromOptions(options.data));
     if (!b.splits[static_cast<int>(options.split)]) {
       return FailedPrecondition(std::string("the ") +
@@ -238,7 +238,7 @@ Result<std::unique_ptr<Feeder>> Feeder::Open(const FeederOptions& options, MPI_C
                                 " split is empty with this --split");
     }
     canonical = CanonicalConfig(options.data, b);
-    return order::SerializeTables(b);
+    return order::TableImageWriter::Create(std::move(b));
   };
   GRIDFEED_ASSIGN_OR_RETURN(im.tables, dist::SharedTables::BuildAndDistribute(g, build, &times));
   f->startup_.build_seconds = times.build_seconds;

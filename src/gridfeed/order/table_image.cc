@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 namespace gridfeed::order {
@@ -16,22 +17,26 @@ size_t Align8(size_t n) { return (n + 7) & ~size_t{7}; }
 // Collects arrays and records where each will sit relative to the data section.
 class Arrays {
  public:
+  // Records where `v` goes. With `release`, CopyTo frees `v` right after copying it, so the
+  // image and the tables are not both held in full (rank 0's peak stays near one copy).
   template <typename T>
-  nlohmann::json Add(std::span<const T> values) {
+  nlohmann::json Add(std::vector<T>& v, bool release) {
     const size_t offset = Align8(size_);
-    parts_.push_back(
-        {offset, values.size_bytes(), reinterpret_cast<const std::byte*>(values.data())});
-    size_ = offset + values.size_bytes();
-    return nlohmann::json::array({offset, values.size()});
-  }
-  template <typename T>
-  nlohmann::json Add(const std::vector<T>& v) {
-    return Add(std::span<const T>(v));
+    Part part{offset, v.size() * sizeof(T), reinterpret_cast<const std::byte*>(v.data()), {}};
+    if (release) part.release = [&v] { std::vector<T>().swap(v); };
+    parts_.push_back(std::move(part));
+    size_ = offset + v.size() * sizeof(T);
+    return nlohmann::json::array({offset, v.size()});
   }
   size_t size() const { return size_; }
-  void CopyTo(std::byte* base) const {
-    for (const auto& p : parts_) {
+  // Copies every array to `base` (gaps between them zeroed), releasing each after its copy.
+  void CopyTo(std::byte* base) {
+    size_t at = 0;
+    for (auto& p : parts_) {
+      std::memset(base + at, 0, p.offset - at);
       if (p.size) std::memcpy(base + p.offset, p.data, p.size);
+      at = p.offset + p.size;
+      if (p.release) p.release();
     }
   }
 
@@ -39,6 +44,7 @@ class Arrays {
   struct Part {
     size_t offset, size;
     const std::byte* data;
+    std::function<void()> release;
   };
   std::vector<Part> parts_;
   size_t size_ = 0;
@@ -62,48 +68,75 @@ Result<std::span<const T>> ArrayAt(std::span<const std::byte> data, const nlohma
 
 }  // namespace
 
-std::vector<std::byte> SerializeTables(const BuiltDatasets& b) {
+struct TableImageWriter::Plan {
+  BuiltDatasets built;
   Arrays arrays;
+  std::string directory;
+  size_t head = 0;
+};
+
+std::unique_ptr<TableImageWriter> TableImageWriter::Create(BuiltDatasets&& built) {
+  std::unique_ptr<TableImageWriter> w(new TableImageWriter());
+  w->plan_ = std::make_unique<Plan>();
+  Plan& p = *w->plan_;
+  p.built = std::move(built);  // the arrays below refer to the plan's own copy
   nlohmann::json splits = nlohmann::json::array();
   for (int i = 0; i < 3; ++i) {
-    if (!b.splits[i]) {
+    if (!p.built.splits[i]) {
       splits.push_back(nullptr);
       continue;
     }
-    const SplitDataset& sd = *b.splits[i];
+    SplitDataset& sd = *p.built.splits[i];
     nlohmann::json js = {{"blended", sd.blended}, {"length", sd.length}};
     nlohmann::json mids = nlohmann::json::array();
-    for (const auto& m : sd.mids) {
-      const auto& t = m.tables;
+    for (auto& m : sd.mids) {
+      auto& t = m.tables;
       nlohmann::json jm = {{"prefix", m.prefix}, {"begin", m.begin}, {"end", m.end}};
-      jm["document_index"] = arrays.Add(t.document_index);
-      if (t.sample_index_is_int64)
-        jm["sample_index64"] = arrays.Add(t.sample_index64);
-      else
-        jm["sample_index32"] = arrays.Add(t.sample_index32);
-      if (t.shuffle_index_is_int64)
-        jm["shuffle_index64"] = arrays.Add(t.shuffle_index64);
-      else
-        jm["shuffle_index32"] = arrays.Add(t.shuffle_index32);
+      jm["document_index"] = p.arrays.Add(t.document_index, true);
+      if (t.sample_index_is_int64) {
+        jm["sample_index64"] = p.arrays.Add(t.sample_index64, true);
+      } else {
+        jm["sample_index32"] = p.arrays.Add(t.sample_index32, true);
+      }
+      if (t.shuffle_index_is_int64) {
+        jm["shuffle_index64"] = p.arrays.Add(t.shuffle_index64, true);
+      } else {
+        jm["shuffle_index32"] = p.arrays.Add(t.shuffle_index32, true);
+      }
       mids.push_back(jm);
     }
     js["mids"] = mids;
     if (sd.blended) {
-      js["dataset_index"] = arrays.Add(sd.blend.dataset_index);
-      js["dataset_sample_index"] = arrays.Add(sd.blend.dataset_sample_index);
+      js["dataset_index"] = p.arrays.Add(sd.blend.dataset_index, true);
+      js["dataset_sample_index"] = p.arrays.Add(sd.blend.dataset_sample_index, true);
     }
     splits.push_back(js);
   }
-  const std::string dir =
-      nlohmann::json({{"splits", splits}, {"pad_id_used", b.pad_id_used}}).dump();
-  const size_t head = Align8(sizeof(kMagic) + 16 + dir.size());
-  std::vector<std::byte> image(head + arrays.size());
-  std::memcpy(image.data(), kMagic, sizeof(kMagic));
-  const uint64_t version = kVersion, dir_len = dir.size();
-  std::memcpy(image.data() + 8, &version, 8);
-  std::memcpy(image.data() + 16, &dir_len, 8);
-  std::memcpy(image.data() + 24, dir.data(), dir.size());
-  arrays.CopyTo(image.data() + head);
+  p.directory = nlohmann::json({{"splits", splits}, {"pad_id_used", p.built.pad_id_used}}).dump();
+  p.head = Align8(sizeof(kMagic) + 16 + p.directory.size());
+  return w;
+}
+
+TableImageWriter::TableImageWriter() = default;
+TableImageWriter::~TableImageWriter() = default;
+
+size_t TableImageWriter::size() const { return plan_->head + plan_->arrays.size(); }
+
+void TableImageWriter::WriteTo(std::byte* dst) {
+  Plan& p = *plan_;
+  std::memcpy(dst, kMagic, sizeof(kMagic));
+  const uint64_t version = kVersion, dir_len = p.directory.size();
+  std::memcpy(dst + 8, &version, 8);
+  std::memcpy(dst + 16, &dir_len, 8);
+  std::memcpy(dst + 24, p.directory.data(), p.directory.size());
+  std::memset(dst + 24 + p.directory.size(), 0, p.head - 24 - p.directory.size());
+  p.arrays.CopyTo(dst + p.head);
+}
+
+std::vector<std::byte> SerializeTables(BuiltDatasets built) {
+  auto w = TableImageWriter::Create(std::move(built));
+  std::vector<std::byte> image(w->size());
+  w->WriteTo(image.data());
   return image;
 }
 

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -20,7 +21,25 @@
 
 namespace gridfeed::order {
 
-std::vector<std::byte> SerializeTables(const BuiltDatasets& built);
+// Writes the image of `built` straight into memory of the caller's choosing (e.g. a shared
+// window), freeing each table as soon as it is copied, so the tables and the image are never
+// both held in full. Create takes the tables over; WriteTo may be called once.
+class TableImageWriter {
+ public:
+  static std::unique_ptr<TableImageWriter> Create(BuiltDatasets&& built);
+  ~TableImageWriter();
+  size_t size() const;
+  // REQUIRES: `dst` holds size() bytes and is 8-byte aligned.
+  void WriteTo(std::byte* dst);
+
+ private:
+  struct Plan;
+  TableImageWriter();
+  std::unique_ptr<Plan> plan_;
+};
+
+// The image as a byte vector (for tests and tools).
+std::vector<std::byte> SerializeTables(BuiltDatasets built);
 
 struct ImageMid {
   std::string prefix;
