@@ -1,0 +1,314 @@
+// toy_trainer: a small transformer trained on data fed by gridfeed over a DP x TP x PP x CP
+// grid. DP: real gradient all-reduce over gridfeed's DP communicator. PP = 2: a real stage
+// split (activations forward, gradients backward over MPI, all forwards then all backwards).
+// TP and CP: weights replicated; the trainer checks that TP peers got identical micro-batches
+// and reassembles the CP ranks' zigzag chunks into the full sequence. Checkpoints hold the
+// model and optimizer (libtorch) and gridfeed's HDF5 cursor; --load resumes exactly.
+#include <mpi.h>
+#include <torch/torch.h>
+#include <xxhash.h>
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "../gridfeed/data_flags.h"
+#include "gridfeed/audit/ledger.h"
+#include "gridfeed/feed/feeder.h"
+#include "model.h"
+
+namespace gridfeed::toy {
+namespace {
+
+struct Args {
+  feed::FeederOptions feeder;
+  int64_t train_iters = 100;
+  int64_t save_interval = 0;
+  std::string save_dir, load_dir, loss_log, ledger_dir;
+  int64_t kill_after_step = -1;  // tests only: SIGKILL world rank 1 once this step is saved
+  double lr = 1e-3;
+  int64_t layers = 2, d_model = 128;
+};
+
+[[noreturn]] void Fail(const std::string& m) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::fprintf(stderr, "toy_trainer: error (rank %d): %s\n", rank, m.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();
+}
+
+// [B, S/cp] zigzag chunks of every CP rank -> [B, S]: chunk c of 2cp lives on rank c (first
+// half of its slice) or on rank 2cp-1-c (second half).
+torch::Tensor Reassemble(const torch::Tensor& local, const dist::Grid& g) {
+  const int64_t cp = g.cp_size();
+  if (cp == 1) return local;
+  auto t = local.contiguous();
+  auto all = torch::empty({cp, t.size(0), t.size(1)}, t.options());
+  MPI_Datatype type = t.scalar_type() == torch::kFloat ? MPI_FLOAT : MPI_INT64_T;
+  MPI_Allgather(t.data_ptr(), static_cast<int>(t.numel()), type, all.data_ptr(),
+                static_cast<int>(t.numel()), type, g.cp_comm());
+  const int64_t chunk = t.size(1) / 2;
+  std::vector<torch::Tensor> pieces;
+  for (int64_t c = 0; c < 2 * cp; ++c) {
+    const int64_t r = c < cp ? c : 2 * cp - 1 - c;
+    const int64_t half = c < cp ? 0 : 1;
+    pieces.push_back(all[r].narrow(1, half * chunk, chunk));
+  }
+  return torch::cat(pieces, 1);
+}
+
+torch::Tensor Tensor64(const std::vector<int64_t>& v, int64_t b, int64_t s) {
+  return torch::from_blob(const_cast<int64_t*>(v.data()), {b, s}, torch::kInt64).clone();
+}
+
+void CheckTpPeers(const feed::MicroBatch& mb, const dist::Grid& g) {
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_64bits_reset(st);
+  auto add = [&](const auto& v) { XXH3_64bits_update(st, v.data(), v.size() * sizeof(v[0])); };
+  add(mb.tokens);
+  add(mb.labels);
+  add(mb.position_ids);
+  add(mb.loss_mask);
+  uint64_t h = XXH3_64bits_digest(st), lo = 0, hi = 0;
+  XXH3_freeState(st);
+  MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, g.tp_comm());
+  MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, g.tp_comm());
+  if (lo != hi) Fail("TP peers received different micro-batches");
+}
+
+uint64_t ParamHash(Stage& stage) {
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_64bits_reset(st);
+  for (const auto& p : stage->parameters()) {
+    auto c = p.detach().contiguous();
+    XXH3_64bits_update(st, c.data_ptr(), c.numel() * c.element_size());
+  }
+  const uint64_t h = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  return h;
+}
+
+int Run(Args a, const app::DataFlags& flags) {
+  auto resolved = flags.Resolve();
+  if (!resolved.ok()) Fail(resolved.status().ToString());
+  a.feeder.data = *resolved;
+  std::string latest;
+  if (!a.load_dir.empty()) {
+    std::ifstream in(a.load_dir + "/latest");
+    if (!(in >> latest)) Fail("no checkpoint in '" + a.load_dir + "' (missing 'latest')");
+    a.feeder.resume_from = a.load_dir + "/" + latest + "/gridfeed.h5";
+  }
+  auto opened = feed::Feeder::Open(a.feeder, MPI_COMM_WORLD);
+  if (!opened.ok()) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::fprintf(stderr, "toy_trainer: error (rank %d): %s\n", rank,
+                 opened.status().ToString().c_str());
+    std::fflush(stderr);
+    MPI_Barrier(MPI_COMM_WORLD);
+    return 1;
+  }
+  auto& feeder = **opened;
+  const auto& g = feeder.grid();
+  if (g.pp_size() > 2) Fail("the toy trainer supports 1 or 2 pipeline stages");
+
+  ModelConfig mc;
+  mc.seq_length = a.feeder.data.seq_length;
+  mc.vocab_size = a.feeder.data.vocab_size > 0 ? a.feeder.data.vocab_size : 8000;
+  mc.layers = a.layers;
+  mc.d_model = a.d_model;
+  torch::manual_seed(1234);  // the same initial weights on every rank
+  // Build the whole model in one order so each stage's weights do not depend on the split.
+  Stage whole(mc, true, true, 0, mc.layers);
+  const bool first = g.first_stage(), last = g.last_stage();
+  Stage stage(mc, first, last, first ? 0 : mc.layers / 2,
+              g.pp_size() == 1 ? mc.layers : mc.layers / 2);
+  {
+    torch::NoGradGuard no_grad;
+    auto src = whole->named_parameters();
+    for (auto& p : stage->named_parameters()) {
+      std::string name = p.key();
+      if (!first && name.rfind("layers", 0) == 0) {
+        // layersK.i.* in the second stage is layer K+i of the whole model.
+        const auto dot = name.find('.');
+        const auto dot2 = name.find('.', dot + 1);
+        const int64_t k = std::stoll(name.substr(6, dot - 6));
+        const int64_t i = std::stoll(name.substr(dot + 1, dot2 - dot - 1));
+        name = "layers0." + std::to_string(k + i) + name.substr(dot2);
+      }
+      p.value().copy_(src[name]);
+    }
+  }
+  torch::optim::AdamW opt(stage->parameters(), torch::optim::AdamWOptions(a.lr));
+  if (!latest.empty()) {
+    const std::string d = a.load_dir + "/" + latest;
+    torch::load(stage, d + "/stage" + std::to_string(g.pp_rank()) + ".pt");
+    torch::load(opt, d + "/stage" + std::to_string(g.pp_rank()) + "_optim.pt");
+  }
+
+  const bool logger = last && g.tp_rank() == 0 && g.cp_rank() == 0 && g.dp_rank() == 0;
+  FILE* log = nullptr;
+  if (logger && !a.loss_log.empty()) log = std::fopen(a.loss_log.c_str(), "a");
+  std::unique_ptr<audit::LedgerWriter> ledger;
+  if (!a.ledger_dir.empty() && g.is_reader() && g.first_stage() && g.cp_rank() == 0) {
+    auto w = audit::LedgerWriter::Open(a.ledger_dir, g.dp_rank(), feeder.fingerprint(),
+                                       feeder.canonical_config(), feeder.consumed_samples());
+    if (!w.ok()) Fail(w.status().ToString());
+    ledger = std::move(w).value();
+  }
+  const int64_t micro = feeder.num_microbatches_per_global_batch();
+  const int64_t B = a.feeder.micro_batch_size, S = mc.seq_length, D = mc.d_model;
+  MPI_Comm pp = g.pp_comm();
+  for (int64_t step = feeder.resumed_iteration(); step < a.train_iters; ++step) {
+    opt.zero_grad();
+    std::vector<torch::Tensor> outs, ins, losses;
+    for (int64_t m = 0; m < micro; ++m) {
+      auto mb = feeder.Next();
+      if (!mb.ok()) Fail(mb.status().ToString());
+      CheckTpPeers(*mb, g);
+      if (ledger) {
+        for (const auto& r : mb->records) {
+          if (Status st = ledger->Append(r); !st.ok()) Fail(st.ToString());
+        }
+      }
+      const int64_t local = mb->local_seq_length;
+      torch::Tensor x;
+      if (first) {
+        auto tokens = Reassemble(Tensor64(mb->tokens, B, local), g);
+        auto positions = Reassemble(Tensor64(mb->position_ids, B, local), g);
+        x = stage->forward(tokens, positions);
+      } else {
+        x = torch::empty({S, B, D});
+        MPI_Recv(x.data_ptr(), static_cast<int>(x.numel()), MPI_FLOAT, 0, 0, pp, MPI_STATUS_IGNORE);
+        x.requires_grad_(true);
+        ins.push_back(x);
+        x = stage->forward(x, torch::Tensor());
+      }
+      if (last) {
+        auto labels = Reassemble(Tensor64(mb->labels, B, local), g);
+        auto mask = Reassemble(
+            torch::from_blob(mb->loss_mask.data(), {B, local}, torch::kFloat).clone(), g);
+        losses.push_back(MaskedLoss(x, labels, mask) / static_cast<double>(micro));
+      } else {
+        auto h = x.detach().contiguous();
+        MPI_Send(h.data_ptr(), static_cast<int>(h.numel()), MPI_FLOAT, 1, 0, pp);
+        outs.push_back(x);
+      }
+    }
+    for (int64_t m = 0; m < micro; ++m) {
+      if (last) {
+        losses[m].backward();
+        if (!first) {
+          auto grad = ins[m].grad().contiguous();
+          MPI_Send(grad.data_ptr(), static_cast<int>(grad.numel()), MPI_FLOAT, 0, 1, pp);
+        }
+      } else {
+        auto grad = torch::empty({S, B, D});
+        MPI_Recv(grad.data_ptr(), static_cast<int>(grad.numel()), MPI_FLOAT, 1, 1, pp,
+                 MPI_STATUS_IGNORE);
+        outs[m].backward(grad);
+      }
+    }
+    // Data parallel: average the gradients.
+    for (auto& p : stage->parameters()) {
+      if (!p.grad().defined()) continue;
+      auto grad = p.grad();
+      MPI_Allreduce(MPI_IN_PLACE, grad.data_ptr(), static_cast<int>(grad.numel()), MPI_FLOAT,
+                    MPI_SUM, g.dp_comm());
+      grad.div_(static_cast<double>(g.dp_size()));
+    }
+    opt.step();
+    if (last) {
+      double loss = 0;
+      for (auto& l : losses) loss += l.item<double>();
+      MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, g.dp_comm());
+      loss /= static_cast<double>(g.dp_size());
+      if (logger) {
+        std::printf("step %lld loss %.6f\n", static_cast<long long>(step + 1), loss);
+        std::fflush(stdout);
+        if (log) {
+          std::fprintf(log, "%lld\t%.17g\n", static_cast<long long>(step + 1), loss);
+          std::fflush(log);
+        }
+      }
+    }
+    const bool end = step + 1 == a.train_iters;
+    if (ledger && (end || (a.save_interval && (step + 1) % a.save_interval == 0))) {
+      if (Status st = ledger->Flush(); !st.ok()) Fail(st.ToString());
+    }
+    if (!a.save_dir.empty() && (end || (a.save_interval && (step + 1) % a.save_interval == 0))) {
+      const std::string name = "step" + std::to_string(step + 1);
+      const std::string d = a.save_dir + "/" + name;
+      if (g.world_rank() == 0) std::filesystem::create_directories(d);
+      MPI_Barrier(g.world());
+      if (g.tp_rank() == 0 && g.cp_rank() == 0 && g.dp_rank() == 0) {
+        torch::save(stage, d + "/stage" + std::to_string(g.pp_rank()) + ".pt");
+        torch::save(opt, d + "/stage" + std::to_string(g.pp_rank()) + "_optim.pt");
+      }
+      Status st = feeder.SaveCheckpoint(d + "/gridfeed.h5", step + 1);
+      if (!st.ok()) Fail(st.ToString());
+      MPI_Barrier(g.world());
+      if (g.world_rank() == 0) {  // the checkpoint counts only once complete
+        std::ofstream(a.save_dir + "/latest.tmp") << name << "\n";
+        std::filesystem::rename(a.save_dir + "/latest.tmp", a.save_dir + "/latest");
+      }
+      MPI_Barrier(g.world());
+      if (step + 1 == a.kill_after_step && g.world_rank() == 1 % g.world_size()) {
+        std::raise(SIGKILL);
+      }
+    }
+  }
+  // Final parameters, for bitwise comparisons between runs.
+  if (g.tp_rank() == 0 && g.cp_rank() == 0 && g.dp_rank() == 0 && log == nullptr &&
+      !a.loss_log.empty()) {
+    log = std::fopen(a.loss_log.c_str(), "a");
+  }
+  if (g.tp_rank() == 0 && g.cp_rank() == 0 && g.dp_rank() == 0 && log) {
+    std::fprintf(log, "params_stage%d\t%016llx\n", g.pp_rank(),
+                 static_cast<unsigned long long>(ParamHash(stage)));
+  }
+  if (log) std::fclose(log);
+  return 0;
+}
+
+}  // namespace
+}  // namespace gridfeed::toy
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  torch::set_num_threads(1);
+  CLI::App app{"toy_trainer: a small transformer trained on gridfeed's micro-batches"};
+  gridfeed::toy::Args a;
+  gridfeed::app::DataFlags flags(&app);
+  auto& f = a.feeder;
+  app.add_option("--tensor-model-parallel-size", f.grid.tensor_model_parallel_size);
+  app.add_option("--pipeline-model-parallel-size", f.grid.pipeline_model_parallel_size);
+  app.add_option("--context-parallel-size", f.grid.context_parallel_size);
+  app.add_option("--micro-batch-size", f.micro_batch_size);
+  app.add_option("--global-batch-size", f.global_batch_size);
+  app.add_option("--train-iters", a.train_iters);
+  app.add_option("--save", a.save_dir, "Checkpoint folder");
+  app.add_option("--save-interval", a.save_interval);
+  app.add_option("--load", a.load_dir, "Resume from the latest checkpoint in this folder");
+  app.add_option("--loss-log", a.loss_log, "Append 'step<TAB>loss' lines (logging rank)");
+  app.add_option("--ledger", a.ledger_dir, "Append one record per sample to DIR/dp<r>.tsv");
+  app.add_option("--testing-kill-after-step", a.kill_after_step)->group("");
+  app.add_option("--lr", a.lr);
+  app.add_option("--layers", a.layers);
+  app.add_option("--d-model", a.d_model);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    MPI_Finalize();
+    return rc;
+  }
+  const int rc = gridfeed::toy::Run(a, flags);
+  MPI_Finalize();
+  return rc;
+}

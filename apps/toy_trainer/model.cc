@@ -1,0 +1,52 @@
+#include "model.h"
+
+namespace gridfeed::toy {
+
+StageImpl::StageImpl(const ModelConfig& c, bool first, bool last, int64_t first_layer,
+                     int64_t num_layers)
+    : first_(first), last_(last) {
+  if (first) {
+    tokens_ = register_module("tokens", torch::nn::Embedding(c.vocab_size, c.d_model));
+    positions_ = register_module("positions", torch::nn::Embedding(c.seq_length, c.d_model));
+  }
+  for (int64_t i = 0; i < num_layers; ++i) {
+    layers_->push_back(torch::nn::TransformerEncoderLayer(
+        torch::nn::TransformerEncoderLayerOptions(c.d_model, c.heads)
+            .dim_feedforward(c.ff)
+            .dropout(0.0)));
+  }
+  register_module("layers" + std::to_string(first_layer), layers_);
+  if (last) {
+    norm_ = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})));
+    head_ = register_module("head", torch::nn::Linear(c.d_model, c.vocab_size));
+  }
+}
+
+torch::Tensor StageImpl::forward(const torch::Tensor& input, const torch::Tensor& position_ids) {
+  torch::Tensor h;
+  if (first_) {
+    h = (tokens_(input) + positions_(position_ids)).transpose(0, 1);  // [S, B, d]
+  } else {
+    h = input;
+  }
+  const int64_t s = h.size(0);
+  // Causal: query i sees keys 0..i.
+  auto mask = torch::triu(torch::full({s, s}, -std::numeric_limits<float>::infinity()), 1);
+  for (const auto& layer : *layers_) {
+    h = layer->as<torch::nn::TransformerEncoderLayer>()->forward(h, mask);
+  }
+  if (last_) return head_(norm_(h));
+  return h;
+}
+
+torch::Tensor MaskedLoss(const torch::Tensor& logits, const torch::Tensor& labels,
+                         const torch::Tensor& loss_mask) {
+  auto flat = logits.transpose(0, 1).reshape({-1, logits.size(2)});  // [B*S, V]
+  auto per_token = torch::nn::functional::cross_entropy(
+      flat, labels.reshape({-1}),
+      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+  auto mask = loss_mask.reshape({-1});
+  return (per_token * mask).sum() / mask.sum().clamp_min(1.0);
+}
+
+}  // namespace gridfeed::toy
