@@ -30,4 +30,29 @@ GRIDFEED="$GRIDFEED" GRIDFEED_ROOT="$ROOT/tests/golden/megatron" GRIDFEED_CONFIG
   sbatch --wait --output="$WORK/job-%j.out" "$ROOT/scripts/slurm/feed.sbatch" > "$WORK/sbatch.out" \
   || { cat "$WORK"/job-*.out 2>/dev/null; fail "sbatch"; }
 grep -q "checks: .* ok" "$WORK"/job-*.out || { cat "$WORK"/job-*.out; fail "batch job output"; }
+# The toy trainer, when built: srun -n 8 and sbatch --wait of scripts/slurm/train.sbatch.
+TRAINER=$(dirname "$GRIDFEED")/toy_trainer
+if [ -x "$TRAINER" ]; then
+  "$ROOT/scripts/prepare-kjv" "$WORK/kjv" > /dev/null
+  cd "$WORK"
+  T=(--data-path kjv/kjv_text_document --split 98,2,0 --seq-length 64 --train-samples 2000
+     --vocab-size 8000 --eod-id 2 --d-model 64)
+  OPENBLAS_NUM_THREADS=1 srun --mpi=pmix -n 8 "$TRAINER" "${T[@]}" --tensor-model-parallel-size 2 \
+    --pipeline-model-parallel-size 2 --micro-batch-size 4 --global-batch-size 8 \
+    --train-iters 3 > "$WORK/train-srun.out" 2>&1 || { cat "$WORK/train-srun.out"; fail "trainer srun"; }
+  grep -q "step 3 loss" "$WORK/train-srun.out" || fail "trainer srun output"
+  cat > "$WORK/train.yaml" <<YAML
+data-path: [kjv/kjv_text_document]
+split: "98,2,0"
+seq-length: 64
+train-samples: 2000
+vocab-size: 8000
+eod-id: 2
+YAML
+  TRAINER="$TRAINER" GRIDFEED_ROOT="$WORK" GRIDFEED_CONFIG="$WORK/train.yaml" ITERS=3 \
+    TRAIN_EXTRA_ARGS="--d-model 64" \
+    sbatch --wait --output="$WORK/train-%j.out" "$ROOT/scripts/slurm/train.sbatch" > /dev/null \
+    || { cat "$WORK"/train-*.out; fail "trainer sbatch"; }
+  grep -q "step 3 loss" "$WORK"/train-*.out || { cat "$WORK"/train-*.out; fail "trainer batch job"; }
+fi
 echo "slurm: srun and sbatch ok"
