@@ -1,0 +1,83 @@
+// The table image that rank 0 broadcasts: a round trip gives views equal to the built tables,
+// and damaged images are refused before any view is handed out.
+#include "gridfeed/order/table_image.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "testing/paths.h"
+
+namespace gridfeed::order {
+namespace {
+
+BuiltDatasets BuildBlend() {
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(gridfeed::testing::GoldenDir());
+  DatasetConfig c;
+  c.data_path = std::vector<std::string>{"0.3", "corpora/corpus_u16", "0.7", "corpora/corpus_i32"};
+  c.split = "969,30,1";
+  c.sizes = {2000, 100, 20};
+  c.seq_length = 128;
+  auto b = BuildDatasets(c);
+  std::filesystem::current_path(cwd);
+  EXPECT_TRUE(b.ok()) << b.status().ToString();
+  return std::move(b).value();
+}
+
+TEST(TableImage, RoundTripsEveryTable) {
+  const BuiltDatasets built = BuildBlend();
+  BuiltDatasets copy = BuildBlend();
+  std::vector<std::byte> image = SerializeTables(std::move(copy));
+  auto parsed = ParseTableImage(image);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->prefixes,
+            (std::vector<std::string>{"corpora/corpus_u16", "corpora/corpus_i32"}));
+  EXPECT_EQ(parsed->pad_id_used, built.pad_id_used);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(parsed->splits[i].has_value(), built.splits[i].has_value());
+    if (!built.splits[i]) continue;
+    const auto& want = *built.splits[i];
+    const auto& got = *parsed->splits[i];
+    EXPECT_EQ(got.blended, want.blended);
+    EXPECT_EQ(got.length, want.length);
+    ASSERT_EQ(got.mids.size(), want.mids.size());
+    for (size_t k = 0; k < want.mids.size(); ++k) {
+      const auto w = want.mids[k].tables.View();
+      const auto& g = got.mids[k].tables;
+      EXPECT_TRUE(std::equal(w.document_index.begin(), w.document_index.end(),
+                             g.document_index.begin(), g.document_index.end()));
+      EXPECT_TRUE(std::equal(w.sample_index32.begin(), w.sample_index32.end(),
+                             g.sample_index32.begin(), g.sample_index32.end()));
+      EXPECT_TRUE(std::equal(w.shuffle_index32.begin(), w.shuffle_index32.end(),
+                             g.shuffle_index32.begin(), g.shuffle_index32.end()));
+    }
+    for (int64_t p = 0; p < want.length; ++p) ASSERT_EQ(got.Locate(p), want.Locate(p));
+  }
+  EXPECT_NE(TableImageDigest(image), 0u);
+}
+
+TEST(TableImage, RefusesDamagedImages) {
+  std::vector<std::byte> image = SerializeTables(BuildBlend());
+  auto truncated = image;
+  truncated.resize(image.size() / 2);
+  auto t = ParseTableImage(truncated);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(t.status().message().find("outside the image"), std::string::npos)
+      << t.status().message();
+  auto bad_magic = image;
+  bad_magic[0] = std::byte{'X'};
+  EXPECT_EQ(ParseTableImage(bad_magic).status().code(), StatusCode::kDataLoss);
+  auto bad_version = image;
+  bad_version[8] = std::byte{9};
+  EXPECT_NE(ParseTableImage(bad_version).status().message().find("version"), std::string::npos);
+  // A different image has a different digest.
+  auto flipped = image;
+  flipped.back() ^= std::byte{1};
+  EXPECT_NE(TableImageDigest(flipped), TableImageDigest(image));
+}
+
+}  // namespace
+}  // namespace gridfeed::order
