@@ -53,29 +53,6 @@ struct Dump {
   }
 };
 
-uint64_t Hash(const feed::MicroBatch& mb) {
-  XXH3_state_t* st = XXH3_createState();
-  XXH3_64bits_reset(st);
-  auto add = [&](const auto& v) { XXH3_64bits_update(st, v.data(), v.size() * sizeof(v[0])); };
-  add(mb.sample_indices);
-  add(mb.tokens);
-  add(mb.position_ids);
-  add(mb.labels);
-  add(mb.loss_mask);
-  add(mb.attention_mask);
-  const uint64_t h = XXH3_64bits_digest(st);
-  XXH3_freeState(st);
-  return h;
-}
-
-// Collective on comm: true if every rank passed the same value.
-bool AllEqual(MPI_Comm comm, uint64_t v) {
-  uint64_t lo = 0, hi = 0;
-  MPI_Allreduce(&v, &lo, 1, MPI_UINT64_T, MPI_MIN, comm);
-  MPI_Allreduce(&v, &hi, 1, MPI_UINT64_T, MPI_MAX, comm);
-  return lo == hi;
-}
-
 // Ends the job from one rank when the ranks can no longer agree (last resort).
 [[noreturn]] void Abort(const dist::Grid& g, const std::string& message) {
   std::fprintf(stderr, "gridfeed run: error: rank %d (%s): %s\n", g.world_rank(),
@@ -178,9 +155,9 @@ Status RunFeeder(RunArgs a, const DataFlags& flags) {
       }
       if (++micro_batches == 2) steady_start = Clock::now();
       if (mb->empty()) continue;  // middle pipeline stage: nothing received, nothing to check
-      if (!AllEqual(g.tp_comm(), Hash(*mb))) Abort(g, "TP peers received different data");
+      if (!dist::AllEqual(g.tp_comm(), mb->Digest())) Abort(g, "TP peers received different data");
       uint64_t idx_hash = XXH3_64bits(mb->sample_indices.data(), mb->sample_indices.size() * 8);
-      if (!AllEqual(g.cp_comm(), idx_hash)) Abort(g, "CP peers received different samples");
+      if (!dist::AllEqual(g.cp_comm(), idx_hash)) Abort(g, "CP peers received different samples");
       std::vector<int64_t> all(static_cast<size_t>(mbs * dp));
       MPI_Allgather(mb->sample_indices.data(), static_cast<int>(mbs), MPI_INT64_T, all.data(),
                     static_cast<int>(mbs), MPI_INT64_T, g.dp_comm());

@@ -16,6 +16,7 @@
 
 #include "../gridfeed/data_flags.h"
 #include "gridfeed/audit/ledger.h"
+#include "gridfeed/dist/agree.h"
 #include "gridfeed/feed/feeder.h"
 #include "model.h"
 
@@ -66,18 +67,7 @@ torch::Tensor Tensor64(const std::vector<int64_t>& v, int64_t b, int64_t s) {
 }
 
 void CheckTpPeers(const feed::MicroBatch& mb, const dist::Grid& g) {
-  XXH3_state_t* st = XXH3_createState();
-  XXH3_64bits_reset(st);
-  auto add = [&](const auto& v) { XXH3_64bits_update(st, v.data(), v.size() * sizeof(v[0])); };
-  add(mb.tokens);
-  add(mb.labels);
-  add(mb.position_ids);
-  add(mb.loss_mask);
-  uint64_t h = XXH3_64bits_digest(st), lo = 0, hi = 0;
-  XXH3_freeState(st);
-  MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, g.tp_comm());
-  MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, g.tp_comm());
-  if (lo != hi) Fail("TP peers received different micro-batches");
+  if (!dist::AllEqual(g.tp_comm(), mb.Digest())) Fail("TP peers received different micro-batches");
 }
 
 uint64_t ParamHash(Stage& stage) {

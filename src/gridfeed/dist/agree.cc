@@ -13,6 +13,13 @@ Status MpiStatus(int code, const char* call) {
   return Status(StatusCode::kAborted, std::string(call) + " failed: " + std::string(text, len));
 }
 
+bool AllEqual(MPI_Comm comm, uint64_t value) {
+  uint64_t lo = 0, hi = 0;
+  MPI_Allreduce(&value, &lo, 1, MPI_UINT64_T, MPI_MIN, comm);
+  MPI_Allreduce(&value, &hi, 1, MPI_UINT64_T, MPI_MAX, comm);
+  return lo == hi;
+}
+
 Status BroadcastString(MPI_Comm comm, int root, std::string* s) {
   uint64_t n = s->size();
   GRIDFEED_RETURN_IF_ERROR(MpiStatus(MPI_Bcast(&n, 1, MPI_UINT64_T, root, comm), "MPI_Bcast"));

@@ -29,6 +29,9 @@ Status BroadcastBytes(MPI_Comm comm, int root, std::span<std::byte> bytes);
 // Collective on `comm`: broadcasts a string from `root`.
 Status BroadcastString(MPI_Comm comm, int root, std::string* s);
 
+// Collective on `comm`: true on every rank iff every rank passed the same value.
+bool AllEqual(MPI_Comm comm, uint64_t value);
+
 // MPI error code -> Status naming the call.
 Status MpiStatus(int code, const char* call);
 

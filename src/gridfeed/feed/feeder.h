@@ -69,6 +69,8 @@ struct MicroBatch {
   const void* device_payload = nullptr;
   size_t device_payload_bytes = 0;
   bool empty() const { return !has_inputs && !has_targets; }
+  // XXH3-64 over every host field (peers that received the same data agree on it).
+  uint64_t Digest() const;
 };
 
 struct StartupTimes {

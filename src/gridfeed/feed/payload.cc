@@ -1,5 +1,7 @@
 #include "gridfeed/feed/payload.h"
 
+#include <xxhash.h>
+
 #include "gridfeed/feed/feeder.h"
 
 namespace gridfeed::feed {
@@ -43,6 +45,21 @@ void PayloadLayout::Unpack(const std::vector<std::byte>& p, MicroBatch* mb) cons
   CopyOut(p, offset[kLabels], per_sample[kLabels] * n, &mb->labels);
   CopyOut(p, offset[kLossMask], per_sample[kLossMask] * n, &mb->loss_mask);
   CopyOut(p, offset[kAttentionMask], per_sample[kAttentionMask] * n, &mb->attention_mask);
+}
+
+uint64_t MicroBatch::Digest() const {
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_64bits_reset(st);
+  auto add = [&](const auto& v) { XXH3_64bits_update(st, v.data(), v.size() * sizeof(v[0])); };
+  add(sample_indices);
+  add(tokens);
+  add(position_ids);
+  add(labels);
+  add(loss_mask);
+  add(attention_mask);
+  const uint64_t h = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  return h;
 }
 
 }  // namespace gridfeed::feed
