@@ -2,13 +2,15 @@
 //   replay      recompute the records of steps A:B from a config (or a ledger's config)
 //   verify      recompute a ledger from its own config, prove exactly-once consumption
 //   accounting  per-source samples, tokens, shares and epochs (text, --json, --plot SVG)
+#include <charconv>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "data_flags.h"
 #include "gridfeed/audit/replay.h"
+#include "gridfeed/config/canonical.h"
+#include "gridfeed/config/flags.h"
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/npy.h"
 
@@ -18,53 +20,51 @@ namespace {
 struct AuditArgs {
   std::string ledger;
   std::string steps = "0:1";
-  int64_t dp = 1, mbs = 1, gbs = 0;
   std::string out;
   int64_t until = -1;
   bool json = false;
   std::string plot;
 };
 
+// "A:B" (B exclusive) or "N"; non-negative, A < B.
 Result<std::pair<int64_t, int64_t>> ParseSteps(const std::string& s) {
+  auto num = [](std::string_view t, int64_t* v) {
+    auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), *v);
+    return !t.empty() && ec == std::errc() && ptr == t.data() + t.size() && *v >= 0;
+  };
   const auto colon = s.find(':');
-  try {
-    if (colon == std::string::npos) {
-      const int64_t a = std::stoll(s);
-      return std::pair<int64_t, int64_t>(a, a + 1);
-    }
-    return std::pair<int64_t, int64_t>(std::stoll(s.substr(0, colon)),
-                                       std::stoll(s.substr(colon + 1)));
-  } catch (...) {
-    return InvalidArgument("--steps must be A:B or N, got '" + s + "'");
+  int64_t a = 0, b = 0;
+  const bool ok = colon == std::string::npos ? num(s, &a) && (b = a + 1, true)
+                                             : num(std::string_view(s).substr(0, colon), &a) &&
+                                                   num(std::string_view(s).substr(colon + 1), &b);
+  if (!ok || b <= a) {
+    return InvalidArgument("--steps must be A:B with 0 <= A < B, or N; got '" + s + "'");
   }
+  return std::pair<int64_t, int64_t>(a, b);
 }
 
-Status RunReplay(const AuditArgs& a, const DataFlags& flags) {
-  config::DataOptions o;
+Status RunReplay(const AuditArgs& a, const config::OptionFlags& flags) {
+  GRIDFEED_ASSIGN_OR_RETURN(config::JobOptions o, flags.ResolveUnchecked());
   if (!a.ledger.empty()) {
     GRIDFEED_ASSIGN_OR_RETURN(auto ledger, audit::ReadLedger(a.ledger));
-    GRIDFEED_ASSIGN_OR_RETURN(o, audit::DataOptionsFromCanonical(ledger.canonical_config));
-  } else {
-    GRIDFEED_ASSIGN_OR_RETURN(o, flags.Resolve());
+    GRIDFEED_ASSIGN_OR_RETURN(o.data, config::FromCanonical(ledger.canonical_config));
   }
-  const int64_t gbs = a.gbs ? a.gbs : a.mbs * a.dp;
-  if (a.dp < 1 || a.mbs < 1 || gbs % (a.mbs * a.dp) != 0) {
-    return InvalidArgument("--gbs must be a multiple of --mbs x --dp");
-  }
+  GRIDFEED_RETURN_IF_ERROR(config::Validate(o));
+  const int64_t dp = o.grid.data_parallel_size;
+  if (dp < 1) return InvalidArgument("--data-parallel-size must be given (the run's DP size)");
   GRIDFEED_ASSIGN_OR_RETURN(auto steps, ParseSteps(a.steps));
   GRIDFEED_ASSIGN_OR_RETURN(auto replay, audit::Replay::Create(o));
+  const int64_t mbs = o.batch.micro_batch_size;
   if (a.out.empty()) std::printf("%s\n", audit::kLedgerColumns);
-  const int64_t per_iter = gbs / (a.mbs * a.dp);
-  for (int64_t r = 0; r < a.dp; ++r) {
-    auto rows = replay->Positions(steps.first, steps.second, r, a.dp, a.mbs, gbs);
+  for (int64_t r = 0; r < dp; ++r) {
+    const auto batches = replay->Batches(steps.first, steps.second, r);
     std::string tsv = std::string(audit::kLedgerColumns) + "\n";
     std::vector<int64_t> flat;
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const int64_t it = steps.first + static_cast<int64_t>(i) / per_iter;
-      const int64_t micro = static_cast<int64_t>(i) % per_iter;
-      for (int64_t p : rows[i]) {
+    for (const auto& b : batches) {
+      for (int64_t p : b.positions) {
         flat.push_back(p);
-        const std::string line = audit::FormatRecord(replay->Record(p, it, micro, r));
+        const std::string line =
+            audit::FormatRecord(replay->Record(p, b.iteration, b.micro_batch, r));
         if (a.out.empty()) std::printf("%s\n", line.c_str());
         tsv += line + "\n";
       }
@@ -73,7 +73,7 @@ Status RunReplay(const AuditArgs& a, const DataFlags& flags) {
       const std::string dir = a.out + "/dp_rank" + std::to_string(r);
       GRIDFEED_RETURN_IF_ERROR(io::MakeDirs(dir));
       GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(dir + "/sample_indices.npy", flat,
-                                            {static_cast<int64_t>(rows.size()), a.mbs}));
+                                            {static_cast<int64_t>(batches.size()), mbs}));
       GRIDFEED_RETURN_IF_ERROR(io::WriteStringToFile(dir + "/records.tsv", tsv));
     }
   }
@@ -88,12 +88,47 @@ Status RunVerify(const AuditArgs& a) {
     return DataLoss("ledger '" + a.ledger + "' does not match its configuration after " +
                     std::to_string(report.records) + " records: " + report.first_difference);
   }
+  if (!report.exactly_once) {
+    std::printf(
+        "verify: %lld records match the recomputation from the ledger's own configuration "
+        "(fingerprint %s); cyclic order: positions repeat every epoch, exactly-once does not "
+        "apply\n",
+        static_cast<long long>(report.records), ledger.fingerprint.c_str());
+    return Status::Ok();
+  }
   std::printf(
       "verify: %lld records match the recomputation from the ledger's own configuration "
       "(fingerprint %s); global positions [0, %lld) consumed exactly once\n",
       static_cast<long long>(report.records), ledger.fingerprint.c_str(),
       static_cast<long long>(report.consumed));
   return Status::Ok();
+}
+
+// Text for an SVG element: the markup characters escaped.
+std::string XmlEscape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
 }
 
 std::string Svg(const audit::Accounting& acc) {
@@ -124,7 +159,8 @@ std::string Svg(const audit::Accounting& acc) {
     }
     svg += "<polyline fill='none' stroke-width='2' stroke='" + std::string(colors[k % 6]) +
            "' points='" + pts + "'/>\n<text x='60' y='" + std::to_string(60 + 15 * k) +
-           "' font-size='11' fill='" + colors[k % 6] + "'>" + acc.sources[k].prefix + "</text>\n";
+           "' font-size='11' fill='" + colors[k % 6] + "'>" + XmlEscape(acc.sources[k].prefix) +
+           "</text>\n";
   }
   return svg + "</svg>\n";
 }
@@ -165,12 +201,11 @@ Runner RegisterAudit(CLI::App& app) {
   audit->require_subcommand(1);
   auto a = std::make_shared<AuditArgs>();
   CLI::App* replay = audit->add_subcommand("replay", "Recompute the records of steps A:B");
-  auto flags = std::make_shared<DataFlags>(replay);
-  replay->add_option("--ledger", a->ledger, "Take the configuration from this ledger");
+  // The same flag names as `run` (the data options, --data-parallel-size and the batch sizes).
+  auto flags = std::make_shared<config::OptionFlags>(
+      replay, config::Groups{config::Group::kData, config::Group::kGrid, config::Group::kBatch});
+  replay->add_option("--ledger", a->ledger, "Take the data options from this ledger");
   replay->add_option("--steps", a->steps, "Iterations A:B (B exclusive)")->capture_default_str();
-  replay->add_option("--dp", a->dp)->capture_default_str();
-  replay->add_option("--mbs", a->mbs)->capture_default_str();
-  replay->add_option("--gbs", a->gbs, "default: mbs x dp");
   replay->add_option("--out", a->out, "Write DIR/dp_rank<r>/{sample_indices.npy,records.tsv}");
   CLI::App* verify = audit->add_subcommand("verify", "Check a ledger against its configuration");
   verify->add_option("--ledger", a->ledger)->required();

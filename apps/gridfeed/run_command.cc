@@ -5,7 +5,6 @@
 #include <mpi.h>
 #include <xxhash.h>
 
-#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -13,27 +12,27 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "data_flags.h"
 #include "gridfeed/audit/ledger.h"
+#include "gridfeed/config/flags.h"
 #include "gridfeed/core/log.h"
-#include "gridfeed/dist/agree.h"
+#include "gridfeed/core/stopwatch.h"
 #include "gridfeed/feed/feeder.h"
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/npy.h"
+#include "gridfeed/parallel/agree.h"
 
 namespace gridfeed::app {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
+// Options of `run` alone (the job's options come from the option table).
 struct RunArgs {
-  feed::FeederOptions feeder;
-  int64_t train_iters = 10;
   std::string dump_dir;
   std::string save_path;
-  std::string ledger_dir;
-  int64_t save_interval = 0;
-  int kill_rank = -1, kill_step = -1;
+  int64_t kill_rank = -1, kill_step = -1;
+  // Every rank must take the same paths: they decide collectives (dump agreement, saves).
+  std::string AgreementText() const {
+    return dump_dir + '\n' + save_path + '\n' + std::to_string(kill_step);
+  }
 };
 
 struct Dump {
@@ -54,7 +53,7 @@ struct Dump {
 };
 
 // Ends the job from one rank when the ranks can no longer agree (last resort).
-[[noreturn]] void Abort(const dist::Grid& g, const std::string& message) {
+[[noreturn]] void Abort(const parallel::Grid& g, const std::string& message) {
   std::fprintf(stderr, "gridfeed run: error: rank %d (%s): %s\n", g.world_rank(),
                g.Describe().c_str(), message.c_str());
   std::fflush(stderr);
@@ -102,29 +101,38 @@ Status WriteDump(const std::string& dir, const feed::Feeder& f, const Dump& d) {
   return io::WriteStringToFile(rd + "/meta.json", meta.dump(2) + "\n");
 }
 
-Status RunFeeder(RunArgs a, const DataFlags& flags) {
-  GRIDFEED_ASSIGN_OR_RETURN(a.feeder.data, flags.Resolve());
-  int world_rank = 0, world_size = 1;
+Status RunFeeder(const RunArgs& a, const config::OptionFlags& flags) {
+  // Options that differ per rank would leave ranks in different collectives: agreed first.
+  auto resolved = flags.Resolve();
+  const std::string local = a.AgreementText();
+  if (!parallel::AllEqual(MPI_COMM_WORLD, XXH3_64bits(local.data(), local.size()))) {
+    return InvalidArgument("the ranks were given different --dump, --save or testing options");
+  }
+  int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-  log::SetRank(world_rank, world_size);
-  auto t0 = Clock::now();
+  GRIDFEED_RETURN_IF_ERROR(parallel::AgreeOnStatus(
+      MPI_COMM_WORLD, resolved.ok() ? Status::Ok() : resolved.status(), world_rank));
+  const config::JobOptions& options = *resolved;
+  Stopwatch open_watch;
   GRIDFEED_ASSIGN_OR_RETURN(std::unique_ptr<feed::Feeder> f,
-                            feed::Feeder::Open(a.feeder, MPI_COMM_WORLD));
-  const double open_total = std::chrono::duration<double>(Clock::now() - t0).count();
+                            feed::Feeder::Open(options, MPI_COMM_WORLD));
+  const double open_total = open_watch.Seconds();
   const auto& g = f->grid();
   const int64_t per_step = f->num_microbatches_per_global_batch();
-  const int64_t mbs = a.feeder.micro_batch_size;
+  const int64_t mbs = options.batch.micro_batch_size;
   const int64_t dp = g.dp_size();
+  const int64_t train_iters = options.run.train_iters;
+  const int64_t save_interval = options.run.save_interval;
+  const bool cyclic = options.data.dataloader_type == "cyclic";
   Dump dump;
   int64_t micro_batches = 0;
-  Clock::time_point steady_start;
+  Stopwatch steady;
   // The ledger: one file per DP rank, written by the rank that receives its records.
   std::unique_ptr<audit::LedgerWriter> ledger;
-  if (!a.ledger_dir.empty()) {
+  if (!options.run.ledger.empty()) {
     Status opened;
     if (g.is_reader() && g.first_stage() && g.cp_rank() == 0) {
-      auto w = audit::LedgerWriter::Open(a.ledger_dir, g.dp_rank(), f->fingerprint(),
+      auto w = audit::LedgerWriter::Open(options.run.ledger, g.dp_rank(), f->fingerprint(),
                                          f->canonical_config(), f->consumed_samples());
       if (w.ok()) {
         ledger = std::move(w).value();
@@ -132,15 +140,15 @@ Status RunFeeder(RunArgs a, const DataFlags& flags) {
         opened = w.status();
       }
     }
-    GRIDFEED_RETURN_IF_ERROR(dist::AgreeOnStatus(g.world(), opened, g.world_rank()));
+    GRIDFEED_RETURN_IF_ERROR(parallel::AgreeOnStatus(g.world(), opened, g.world_rank()));
   }
   const int64_t first_iter = f->resumed_iteration();
-  if (g.world_rank() == 0 && !a.feeder.resume_from.empty()) {
+  if (g.world_rank() == 0 && !options.resume.resume_from.empty()) {
     std::printf("resumed from %s at iteration %lld, %lld consumed samples\n",
-                a.feeder.resume_from.c_str(), static_cast<long long>(first_iter),
+                options.resume.resume_from.c_str(), static_cast<long long>(first_iter),
                 static_cast<long long>(f->consumed_samples()));
   }
-  for (int64_t it = first_iter; it < a.train_iters; ++it) {
+  for (int64_t it = first_iter; it < train_iters; ++it) {
     for (int64_t m = 0; m < per_step; ++m) {
       if (it == a.kill_step && g.world_rank() == a.kill_rank) std::raise(SIGKILL);
       const int64_t base = f->consumed_samples();
@@ -153,17 +161,23 @@ Status RunFeeder(RunArgs a, const DataFlags& flags) {
         }
         Abort(g, mb.status().ToString());
       }
-      if (++micro_batches == 2) steady_start = Clock::now();
+      if (++micro_batches == 2) steady.Lap();
       if (mb->empty()) continue;  // middle pipeline stage: nothing received, nothing to check
-      if (!dist::AllEqual(g.tp_comm(), mb->Digest())) Abort(g, "TP peers received different data");
+      if (!parallel::AllEqual(g.tp_comm(), mb->Digest()))
+        Abort(g, "TP peers received different data");
       uint64_t idx_hash = XXH3_64bits(mb->sample_indices.data(), mb->sample_indices.size() * 8);
-      if (!dist::AllEqual(g.cp_comm(), idx_hash)) Abort(g, "CP peers received different samples");
+      if (!parallel::AllEqual(g.cp_comm(), idx_hash))
+        Abort(g, "CP peers received different samples");
       std::vector<int64_t> all(static_cast<size_t>(mbs * dp));
       MPI_Allgather(mb->sample_indices.data(), static_cast<int>(mbs), MPI_INT64_T, all.data(),
                     static_cast<int>(mbs), MPI_INT64_T, g.dp_comm());
       std::sort(all.begin(), all.end());
+      // single: the DP ranks cover the step's global positions exactly; cyclic with sharding:
+      // disjoint buckets (without sharding an epoch's end may repeat a sample by design).
       for (int64_t k = 0; k < mbs * dp; ++k) {
-        if (all[k] != base + k) {
+        const bool bad = cyclic ? (!options.data.no_data_sharding && k > 0 && all[k] == all[k - 1])
+                                : all[k] != base + k;
+        if (bad) {
           std::string got;
           for (auto v : all) got += " " + std::to_string(v);
           Abort(g, "DP ranks' samples are not disjoint or do not cover [" + std::to_string(base) +
@@ -178,9 +192,9 @@ Status RunFeeder(RunArgs a, const DataFlags& flags) {
         }
       }
     }
-    const bool last = it + 1 == a.train_iters;
+    const bool last = it + 1 == train_iters;
     const bool save =
-        !a.save_path.empty() && (last || (a.save_interval > 0 && (it + 1) % a.save_interval == 0));
+        !a.save_path.empty() && (last || (save_interval > 0 && (it + 1) % save_interval == 0));
     // The ledger is durable at every checkpoint (and at the end), so a crash loses nothing
     // that a checkpoint covers.
     if (ledger && (save || last)) {
@@ -191,18 +205,17 @@ Status RunFeeder(RunArgs a, const DataFlags& flags) {
       GRIDFEED_RETURN_IF_ERROR(f->SaveCheckpoint(a.save_path, it + 1));
     }
   }
-  const double steady =
-      micro_batches > 1 ? std::chrono::duration<double>(Clock::now() - steady_start).count() : 0;
+  const double steady_seconds = micro_batches > 1 ? steady.Seconds() : 0;
   if (!a.dump_dir.empty()) {
     Status st = WriteDump(a.dump_dir, *f, dump);
-    GRIDFEED_RETURN_IF_ERROR(dist::AgreeOnStatus(g.world(), st, g.world_rank()));
+    GRIDFEED_RETURN_IF_ERROR(parallel::AgreeOnStatus(g.world(), st, g.world_rank()));
   }
   // Table memory: what this node holds in its shared window vs a plain copy per reader.
   const double node_mb = f->table_bytes_on_node() / 1e6;
   const double plain_mb = node_mb * f->readers_on_node();
   if (g.world_rank() == 0) {
     const auto& s = f->startup();
-    const double rate = steady > 0 ? (micro_batches - 1) / steady : 0;
+    const double rate = steady_seconds > 0 ? (micro_batches - 1) / steady_seconds : 0;
     std::printf(
         "run: %d ranks (TP %d x PP %d x CP %d x DP %d), %lld iterations x %lld micro-batches of "
         "%lld, consumed %lld samples\n"
@@ -212,10 +225,10 @@ Status RunFeeder(RunArgs a, const DataFlags& flags) {
         "steady state per reader: %.1f micro-batches/s, %.3g tokens/s\n"
         "checks: TP peers identical, DP ranks disjoint and covering, CP peers aligned: ok\n",
         g.world_size(), g.tp_size(), g.pp_size(), g.cp_size(), g.dp_size(),
-        static_cast<long long>(a.train_iters), static_cast<long long>(per_step),
+        static_cast<long long>(train_iters), static_cast<long long>(per_step),
         static_cast<long long>(mbs), static_cast<long long>(f->consumed_samples()), open_total,
         s.build_seconds, s.broadcast_seconds, s.open_seconds, node_mb, f->readers_on_node(),
-        plain_mb, rate, rate * static_cast<double>(mbs * a.feeder.data.seq_length));
+        plain_mb, rate, rate * static_cast<double>(mbs * options.data.seq_length));
     if (!a.dump_dir.empty()) std::printf("dump: %s/rank<N>/\n", a.dump_dir.c_str());
   }
   return Status::Ok();
@@ -225,33 +238,14 @@ Status RunFeeder(RunArgs a, const DataFlags& flags) {
 
 Runner RegisterRun(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("run", "Feed a DP x TP x PP x CP grid (under mpirun)");
-  auto flags = std::make_shared<DataFlags>(sub);
+  auto flags = std::make_shared<config::OptionFlags>(sub, config::Groups::All());
   auto a = std::make_shared<RunArgs>();
-  auto& f = a->feeder;
-  sub->add_option("--tensor-model-parallel-size", f.grid.tensor_model_parallel_size)
-      ->capture_default_str();
-  sub->add_option("--pipeline-model-parallel-size", f.grid.pipeline_model_parallel_size)
-      ->capture_default_str();
-  sub->add_option("--context-parallel-size", f.grid.context_parallel_size)->capture_default_str();
-  sub->add_option("--rank-order", f.grid.rank_order, "Megatron's rank order")
-      ->capture_default_str();
-  sub->add_option("--micro-batch-size", f.micro_batch_size)->capture_default_str();
-  sub->add_option("--global-batch-size", f.global_batch_size, "default: MBS x DP");
-  sub->add_option("--train-iters", a->train_iters)->capture_default_str();
-  sub->add_option("--consumed-samples", f.consumed_samples, "Start as if resumed here");
-  sub->add_option("--prefetch-depth", f.prefetch_depth)->capture_default_str();
   sub->add_option("--dump", a->dump_dir, "Every rank writes what it received here");
   sub->add_option("--save", a->save_path,
                   "HDF5 checkpoint of the cursor (at the end and every "
                   "--save-interval iterations)");
-  sub->add_option("--save-interval", a->save_interval, "Iterations between checkpoints");
-  sub->add_option("--resume", f.resume_from, "Continue from this checkpoint");
-  sub->add_option("--ledger", a->ledger_dir, "Append one record per sample to DIR/dp<r>.tsv");
-  sub->add_flag("--allow-batch-size-change", f.allow_batch_size_change,
-                "Resume with another global batch size from the same global sample");
   sub->add_option("--testing-kill-rank", a->kill_rank)->group("");
   sub->add_option("--testing-kill-step", a->kill_step)->group("");
-  sub->add_option("--testing-fail-open-rank", f.testing_fail_open_rank)->group("");
   return [a, flags]() -> Status {
     int provided = 0;
     MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);

@@ -4,9 +4,10 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "data_flags.h"
+#include "gridfeed/config/flags.h"
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/npy.h"
+#include "gridfeed/order/megatron_pipeline.h"
 
 namespace gridfeed::app {
 namespace {
@@ -76,12 +77,12 @@ Status WriteTables(const order::BuiltDatasets& b, const std::string& out) {
 
 Runner RegisterTables(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("tables", "Build Megatron's index tables and write them");
-  auto flags = std::make_shared<DataFlags>(sub);
+  auto flags = std::make_shared<config::OptionFlags>(sub, config::Groups{config::Group::kData});
   auto out = std::make_shared<std::string>();
   sub->add_option("--out", *out, "Output folder")->required();
   return [flags, out]() -> Status {
-    GRIDFEED_ASSIGN_OR_RETURN(config::DataOptions o, flags->Resolve());
-    GRIDFEED_ASSIGN_OR_RETURN(order::BuiltDatasets b, BuildFromOptions(o));
+    GRIDFEED_ASSIGN_OR_RETURN(config::JobOptions o, flags->Resolve());
+    GRIDFEED_ASSIGN_OR_RETURN(order::BuiltDatasets b, order::BuildMegatronDatasets(o.data));
     GRIDFEED_RETURN_IF_ERROR(io::MakeDirs(*out));
     GRIDFEED_RETURN_IF_ERROR(WriteTables(b, *out));
     std::printf("tables: wrote %s (see summary.json)\n", out->c_str());

@@ -14,20 +14,18 @@
 #include <filesystem>
 #include <fstream>
 
-#include "../gridfeed/data_flags.h"
 #include "gridfeed/audit/ledger.h"
-#include "gridfeed/dist/agree.h"
+#include "gridfeed/config/flags.h"
 #include "gridfeed/feed/feeder.h"
+#include "gridfeed/parallel/agree.h"
 #include "model.h"
 
 namespace gridfeed::toy {
 namespace {
 
+// The trainer's own options (the job's come from gridfeed's option table).
 struct Args {
-  feed::FeederOptions feeder;
-  int64_t train_iters = 100;
-  int64_t save_interval = 0;
-  std::string save_dir, load_dir, loss_log, ledger_dir;
+  std::string save_dir, load_dir, loss_log;
   int64_t kill_after_step = -1;  // tests only: SIGKILL world rank 1 once this step is saved
   double lr = 1e-3;
   int64_t layers = 2, d_model = 128;
@@ -44,7 +42,7 @@ struct Args {
 
 // [B, S/cp] zigzag chunks of every CP rank -> [B, S]: chunk c of 2cp lives on rank c (first
 // half of its slice) or on rank 2cp-1-c (second half).
-torch::Tensor Reassemble(const torch::Tensor& local, const dist::Grid& g) {
+torch::Tensor Reassemble(const torch::Tensor& local, const parallel::Grid& g) {
   const int64_t cp = g.cp_size();
   if (cp == 1) return local;
   auto t = local.contiguous();
@@ -66,8 +64,9 @@ torch::Tensor Tensor64(const std::vector<int64_t>& v, int64_t b, int64_t s) {
   return torch::from_blob(const_cast<int64_t*>(v.data()), {b, s}, torch::kInt64).clone();
 }
 
-void CheckTpPeers(const feed::MicroBatch& mb, const dist::Grid& g) {
-  if (!dist::AllEqual(g.tp_comm(), mb.Digest())) Fail("TP peers received different micro-batches");
+void CheckTpPeers(const feed::MicroBatch& mb, const parallel::Grid& g) {
+  if (!parallel::AllEqual(g.tp_comm(), mb.Digest()))
+    Fail("TP peers received different micro-batches");
 }
 
 uint64_t ParamHash(Stage& stage) {
@@ -82,17 +81,19 @@ uint64_t ParamHash(Stage& stage) {
   return h;
 }
 
-int Run(Args a, const app::DataFlags& flags) {
+int Run(const Args& a, const config::OptionFlags& flags) {
   auto resolved = flags.Resolve();
   if (!resolved.ok()) Fail(resolved.status().ToString());
-  a.feeder.data = *resolved;
+  feed::FeederOptions options = *resolved;
   std::string latest;
   if (!a.load_dir.empty()) {
     std::ifstream in(a.load_dir + "/latest");
     if (!(in >> latest)) Fail("no checkpoint in '" + a.load_dir + "' (missing 'latest')");
-    a.feeder.resume_from = a.load_dir + "/" + latest + "/gridfeed.h5";
+    options.resume.resume_from = a.load_dir + "/" + latest + "/gridfeed.h5";
   }
-  auto opened = feed::Feeder::Open(a.feeder, MPI_COMM_WORLD);
+  const int64_t train_iters = options.run.train_iters;
+  const int64_t save_interval = options.run.save_interval;
+  auto opened = feed::Feeder::Open(options, MPI_COMM_WORLD);
   if (!opened.ok()) {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -107,8 +108,8 @@ int Run(Args a, const app::DataFlags& flags) {
   if (g.pp_size() > 2) Fail("the toy trainer supports 1 or 2 pipeline stages");
 
   ModelConfig mc;
-  mc.seq_length = a.feeder.data.seq_length;
-  mc.vocab_size = a.feeder.data.vocab_size > 0 ? a.feeder.data.vocab_size : 8000;
+  mc.seq_length = options.data.seq_length;
+  mc.vocab_size = options.data.vocab_size > 0 ? options.data.vocab_size : 8000;
   mc.layers = a.layers;
   mc.d_model = a.d_model;
   torch::manual_seed(1234);  // the same initial weights on every rank
@@ -144,16 +145,16 @@ int Run(Args a, const app::DataFlags& flags) {
   FILE* log = nullptr;
   if (logger && !a.loss_log.empty()) log = std::fopen(a.loss_log.c_str(), "a");
   std::unique_ptr<audit::LedgerWriter> ledger;
-  if (!a.ledger_dir.empty() && g.is_reader() && g.first_stage() && g.cp_rank() == 0) {
-    auto w = audit::LedgerWriter::Open(a.ledger_dir, g.dp_rank(), feeder.fingerprint(),
+  if (!options.run.ledger.empty() && g.is_reader() && g.first_stage() && g.cp_rank() == 0) {
+    auto w = audit::LedgerWriter::Open(options.run.ledger, g.dp_rank(), feeder.fingerprint(),
                                        feeder.canonical_config(), feeder.consumed_samples());
     if (!w.ok()) Fail(w.status().ToString());
     ledger = std::move(w).value();
   }
   const int64_t micro = feeder.num_microbatches_per_global_batch();
-  const int64_t B = a.feeder.micro_batch_size, S = mc.seq_length, D = mc.d_model;
+  const int64_t B = options.batch.micro_batch_size, S = mc.seq_length, D = mc.d_model;
   MPI_Comm pp = g.pp_comm();
-  for (int64_t step = feeder.resumed_iteration(); step < a.train_iters; ++step) {
+  for (int64_t step = feeder.resumed_iteration(); step < train_iters; ++step) {
     opt.zero_grad();
     std::vector<torch::Tensor> outs, ins, losses;
     for (int64_t m = 0; m < micro; ++m) {
@@ -226,11 +227,12 @@ int Run(Args a, const app::DataFlags& flags) {
         }
       }
     }
-    const bool end = step + 1 == a.train_iters;
-    if (ledger && (end || (a.save_interval && (step + 1) % a.save_interval == 0))) {
+    const bool end = step + 1 == train_iters;
+    const bool at_interval = save_interval > 0 && (step + 1) % save_interval == 0;
+    if (ledger && (end || at_interval)) {
       if (Status st = ledger->Flush(); !st.ok()) Fail(st.ToString());
     }
-    if (!a.save_dir.empty() && (end || (a.save_interval && (step + 1) % a.save_interval == 0))) {
+    if (!a.save_dir.empty() && (end || at_interval)) {
       const std::string name = "step" + std::to_string(step + 1);
       const std::string d = a.save_dir + "/" + name;
       if (g.world_rank() == 0) std::filesystem::create_directories(d);
@@ -274,19 +276,10 @@ int main(int argc, char** argv) {
   torch::set_num_threads(1);
   CLI::App app{"toy_trainer: a small transformer trained on gridfeed's micro-batches"};
   gridfeed::toy::Args a;
-  gridfeed::app::DataFlags flags(&app);
-  auto& f = a.feeder;
-  app.add_option("--tensor-model-parallel-size", f.grid.tensor_model_parallel_size);
-  app.add_option("--pipeline-model-parallel-size", f.grid.pipeline_model_parallel_size);
-  app.add_option("--context-parallel-size", f.grid.context_parallel_size);
-  app.add_option("--micro-batch-size", f.micro_batch_size);
-  app.add_option("--global-batch-size", f.global_batch_size);
-  app.add_option("--train-iters", a.train_iters);
+  gridfeed::config::OptionFlags flags(&app, gridfeed::config::Groups::All());
   app.add_option("--save", a.save_dir, "Checkpoint folder");
-  app.add_option("--save-interval", a.save_interval);
   app.add_option("--load", a.load_dir, "Resume from the latest checkpoint in this folder");
   app.add_option("--loss-log", a.loss_log, "Append 'step<TAB>loss' lines (logging rank)");
-  app.add_option("--ledger", a.ledger_dir, "Append one record per sample to DIR/dp<r>.tsv");
   app.add_option("--testing-kill-after-step", a.kill_after_step)->group("");
   app.add_option("--lr", a.lr);
   app.add_option("--layers", a.layers);

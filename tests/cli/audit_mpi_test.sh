@@ -28,7 +28,7 @@ mpirun -n 2 --oversubscribe "$GRIDFEED" run "${F[@]}" --train-iters 10 --resume 
 grep -q "positions \[0, 80) consumed exactly once" "$WORK/verify.out" || fail "verify"
 
 # replay reproduces the positions the resumed ranks received.
-"$GRIDFEED" audit replay --ledger "$WORK/ledger" --steps 4:10 --dp 2 --mbs 2 --gbs 8 \
+"$GRIDFEED" audit replay --ledger "$WORK/ledger" --steps 4:10 --data-parallel-size 2 --micro-batch-size 2 --global-batch-size 8 \
   --out "$WORK/replay" > /dev/null 2>&1
 /usr/bin/python3 - "$WORK" <<'PY'
 import sys

@@ -31,8 +31,9 @@ run blend 8 --config "$CONFIGS/tables_blend.yaml" --pipeline-model-parallel-size
   --context-parallel-size 2 --micro-batch-size 2 --global-batch-size 8 --train-iters 10
 run flags 4 --config "$CONFIGS/samples_all_flags.yaml" --tensor-model-parallel-size 2 \
   --context-parallel-size 2 --micro-batch-size 2 --train-iters 6
-"$GRIDFEED" audit replay --ledger out/blend/ledger --steps 2:5 --dp 2 --mbs 2 --gbs 8 \
-  --out out/blend/replay > /dev/null 2>&1
+"$GRIDFEED" audit replay --ledger out/blend/ledger --steps 2:5 --data-parallel-size 2 \
+  --micro-batch-size 2 --global-batch-size 8 --out out/blend/replay > "$WORK/replay.log" 2>&1 \
+  || { cat "$WORK/replay.log"; exit 1; }
 (cd out && find . -type f | LC_ALL=C sort | xargs sha256sum) > "$WORK/got.sha256"
 if [ "$MODE" = "--record" ]; then
   cp "$WORK/got.sha256" "$MANIFEST"

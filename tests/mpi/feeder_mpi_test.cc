@@ -9,12 +9,12 @@
 #include <filesystem>
 #include <set>
 
-#include "gridfeed/feed/data_build.h"
 #include "gridfeed/feed/feeder.h"
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/npy.h"
 #include "gridfeed/order/cp_zigzag.h"
-#include "gridfeed/order/sample.h"
+#include "gridfeed/order/pipeline.h"
+#include "gridfeed/order/read_schedule.h"
 #include "testing/paths.h"
 
 namespace gridfeed::feed {
@@ -91,9 +91,9 @@ FeederOptions OptionsFor(const GoldenBatchCase& c, Layout l) {
   o.grid.tensor_model_parallel_size = l.tp;
   o.grid.pipeline_model_parallel_size = l.pp;
   o.grid.context_parallel_size = l.cp;
-  o.micro_batch_size = c.mbs;
-  o.consumed_samples = c.consumed;
-  o.prefetch_depth = 2;
+  o.batch.micro_batch_size = c.mbs;
+  o.resume.consumed_samples = c.consumed;
+  o.feed.prefetch_depth = 2;
   return o;
 }
 
@@ -138,12 +138,21 @@ TEST_F(FeederMpi, EveryRankGetsWhatGetBatchGives) {
         EXPECT_EQ(ListTree("."), before) << "the build wrote a file";
       }
 
-      // Expected: the golden-verified order module on this rank.
-      auto built = BuildFromOptions(o.data);
+      // Expected: the golden-verified order module on this rank, through the same schedule.
+      auto pipeline = order::Pipeline::For(o.data);
+      ASSERT_TRUE(pipeline.ok());
+      auto built = (*pipeline)->Build();
       ASSERT_TRUE(built.ok());
-      const auto& sd = *built->splits[0];
-      const auto so = ToSampleOptions(o.data, built->pad_id_used);
+      const order::OrderView& view = (*built)->view();
       const int64_t S = c.seq_length, mbs = c.mbs, dp = g.dp_size();
+      order::ScheduleOptions so;
+      so.total_samples = view.length(order::Split::kTrain);
+      so.micro_batch_size = mbs;
+      so.dp_size = dp;
+      so.start_consumed = c.consumed;
+      auto schedule = order::ReadSchedule::Create(so);
+      ASSERT_TRUE(schedule.ok());
+      auto walker = schedule->Walk(g.dp_rank());
       const int steps = 3;
       const bool golden = dp == 2;  // the golden micro-batches were taken at DP = 2
       const std::string gdir =
@@ -160,12 +169,14 @@ TEST_F(FeederMpi, EveryRankGetsWhatGetBatchGives) {
         }
         std::vector<int64_t> want_idx, tokens, labels, positions;
         std::vector<float> loss;
+        order::StepBatch batch;
+        ASSERT_TRUE(walker.Next(&batch));
         for (int64_t k = 0; k < mbs; ++k) {
           const int64_t p = c.consumed + (step * dp + g.dp_rank()) * mbs + k;
+          EXPECT_EQ(batch.positions[k], p);
           want_idx.push_back(p);
-          auto [mid, j] = sd.Locate(p);
           order::Sample s;
-          order::AssembleSample(*sd.mids[mid].dataset, sd.mids[mid].tables.View(), j, so, &s);
+          view.Read(order::Split::kTrain, p, &s);
           auto put = [&](auto& to, const auto& from) {
             auto sliced = Slice(from, 1, S, 1, g.cp_size(), g.cp_rank());
             to.insert(to.end(), sliced.begin(), sliced.end());
@@ -239,7 +250,7 @@ TEST_F(FeederMpi, CorruptIndexOnRankZeroFailsEverywhere) {
 
 TEST_F(FeederMpi, OneReaderCannotOpenItsTokenFiles) {
   FeederOptions o = OptionsFor(kCases[0], {1, 1, 1});  // every rank is a reader
-  o.testing_fail_open_rank = WorldSize() - 1;
+  o.feed.testing_fail_open_rank = WorldSize() - 1;
   auto f = Feeder::Open(o, MPI_COMM_WORLD);
   ASSERT_FALSE(f.ok());
   EXPECT_NE(f.status().message().find("rank " + std::to_string(WorldSize() - 1)), std::string::npos)
@@ -256,13 +267,13 @@ TEST_F(FeederMpi, DifferentConfigOnOneRankIsRefused) {
     return;
   }
   ASSERT_FALSE(f.ok());
-  EXPECT_NE(f.status().message().find("fingerprint"), std::string::npos) << f.status().message();
+  EXPECT_NE(f.status().message().find("--seed"), std::string::npos) << f.status().message();
   ExpectSameEverywhere(f.status());
 }
 
 TEST_F(FeederMpi, BadBatchSizesAreReportedBeforeAnyBuild) {
   FeederOptions o = OptionsFor(kCases[0], {1, 1, 1});
-  o.global_batch_size = o.micro_batch_size * WorldSize() + 1;
+  o.batch.global_batch_size = o.batch.micro_batch_size * WorldSize() + 1;
   auto f = Feeder::Open(o, MPI_COMM_WORLD);
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument);
@@ -272,7 +283,7 @@ TEST_F(FeederMpi, BadBatchSizesAreReportedBeforeAnyBuild) {
 
 TEST_F(FeederMpi, DeviceBroadcastWithoutAGpuFailsTheSameEverywhere) {
   FeederOptions o = OptionsFor(kCases[0], {1, 1, 1});
-  o.device_broadcast = true;
+  o.feed.device_broadcast = true;
   auto f = Feeder::Open(o, MPI_COMM_WORLD);
   if (f.ok()) {
     // A machine with a GPU per rank: the payload must arrive on the device.
@@ -289,8 +300,8 @@ TEST_F(FeederMpi, DeviceBroadcastWithoutAGpuFailsTheSameEverywhere) {
 
 TEST_F(FeederMpi, SplitRunsOutOnEveryRankTogether) {
   FeederOptions o = OptionsFor(kCases[0], {1, 1, 1});
-  o.split = order::Split::kTest;  // 36 samples
-  o.consumed_samples = 0;
+  o.feed.split_name = "test";  // 36 samples
+  o.resume.consumed_samples = 0;
   auto f = Feeder::Open(o, MPI_COMM_WORLD);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   int steps = 0;
@@ -302,7 +313,7 @@ TEST_F(FeederMpi, SplitRunsOutOnEveryRankTogether) {
     }
     ++steps;
   }
-  EXPECT_EQ(steps, 36 / (o.micro_batch_size * WorldSize()));
+  EXPECT_EQ(steps, 36 / (o.batch.micro_batch_size * WorldSize()));
 }
 
 }  // namespace

@@ -7,8 +7,9 @@
 
 #include "golden_util.h"
 #include "gridfeed/order/dataset_builder.h"
+#include "gridfeed/order/read_schedule.h"
 #include "gridfeed/order/sample.h"
-#include "gridfeed/order/sampler.h"
+#include "gridfeed/order/table_view.h"
 #include "testing/paths.h"
 
 namespace gridfeed::order {
@@ -72,15 +73,17 @@ struct Fields {
   }
 };
 
-// Top-level positions -> the fields of their samples.
-Fields Gather(const SplitDataset& sd, const std::vector<int64_t>& positions,
+// Top-level positions of split `i` -> the fields of their samples, located through the one
+// table view the feeder and the audit use.
+Fields Gather(const BuiltDatasets& built, int i, const std::vector<int64_t>& positions,
               const SampleOptions& o) {
+  const TableView view = ViewOf(built);
+  const SplitView& sv = *view.splits[i];
   Fields f;
   Sample s;
   for (int64_t p : positions) {
-    auto [k, j] = sd.Locate(p);
-    const MidDataset& m = sd.mids[k];
-    AssembleSample(*m.dataset, m.tables.View(), j, o, &s);
+    auto [k, j] = sv.Locate(p);
+    AssembleSample(*built.splits[i]->mids[k].dataset, sv.sources[k].tables, j, o, &s);
     f.Add(s, k);
   }
   return f;
@@ -175,8 +178,8 @@ TEST_P(GoldenCase, TablesItemsAndBatchesMatchMegatron) {
     ASSERT_TRUE(positions.ok());
     auto pos = positions->As<int64_t>();
     const SampleOptions o = SampleOptionsFromCase(in, built->pad_id_used);
-    ExpectFields(items, Gather(sd, pos, o), {static_cast<int64_t>(pos.size())}, L, sd.blended,
-                 attention);
+    ExpectFields(items, Gather(*built, i, pos, o), {static_cast<int64_t>(pos.size())}, L,
+                 sd.blended, attention);
   }
   if (c.contains("batches") && !c["batches"].is_null()) {
     const json& b = c["batches"];
@@ -185,14 +188,24 @@ TEST_P(GoldenCase, TablesItemsAndBatchesMatchMegatron) {
     const int64_t mbs = b["mbs"], dp = b["dp"], n = b["n"];
     for (int64_t r = 0; r < dp; ++r) {
       SCOPED_TRACE("batches dp_rank " + std::to_string(r));
-      auto batches = PretrainingSamplerBatches(sd.length, b["consumed"], mbs, r, dp, true);
-      ASSERT_GE(static_cast<int64_t>(batches.size()), n);
+      ScheduleOptions so;
+      so.total_samples = sd.length;
+      so.micro_batch_size = mbs;
+      so.dp_size = dp;
+      so.start_consumed = b["consumed"].get<int64_t>();
+      auto schedule = ReadSchedule::Create(so);
+      ASSERT_TRUE(schedule.ok());
+      ASSERT_GE(schedule->num_steps(), n);
+      auto walker = schedule->Walk(r);
       std::vector<int64_t> flat;
-      for (int64_t k = 0; k < n; ++k) flat.insert(flat.end(), batches[k].begin(), batches[k].end());
+      StepBatch batch;
+      for (int64_t k = 0; k < n && walker.Next(&batch); ++k) {
+        flat.insert(flat.end(), batch.positions.begin(), batch.positions.end());
+      }
       const std::string rd = dir + "/batches/dp_rank_" + std::to_string(r);
       ExpectNpyEquals(rd + "/sample_indices.npy", flat, {n, mbs});
-      ExpectFields(rd, Gather(sd, flat, SampleOptionsFromCase(in, built->pad_id_used)), {n, mbs}, L,
-                   sd.blended, std::filesystem::exists(rd + "/attention_mask.npy"));
+      ExpectFields(rd, Gather(*built, split, flat, SampleOptionsFromCase(in, built->pad_id_used)),
+                   {n, mbs}, L, sd.blended, std::filesystem::exists(rd + "/attention_mask.npy"));
     }
   }
 }

@@ -10,7 +10,7 @@
 #include "gridfeed/order/cp_zigzag.h"
 #include "gridfeed/order/gpt_tables.h"
 #include "gridfeed/order/numpy_random.h"
-#include "gridfeed/order/sampler.h"
+#include "gridfeed/order/read_schedule.h"
 #include "gridfeed/order/split.h"
 #include "testing/paths.h"
 
@@ -250,10 +250,21 @@ TEST(GoldenSamplers, Pretraining) {
     const int64_t dp = e["data_parallel_size"];
     for (int64_t r = 0; r < dp; ++r) {
       SCOPED_TRACE(dir + " rank " + std::to_string(r));
-      auto batches = PretrainingSamplerBatches(e["total_samples"], e["consumed_samples"],
-                                               e["micro_batch_size"], r, dp, e["drop_last"]);
+      ScheduleOptions so;
+      so.type = DataloaderType::kSingle;
+      so.total_samples = e["total_samples"];
+      so.start_consumed = e["consumed_samples"];
+      so.micro_batch_size = e["micro_batch_size"];
+      so.dp_size = dp;
+      so.drop_last = e["drop_last"];
+      auto schedule = ReadSchedule::Create(so);
+      ASSERT_TRUE(schedule.ok()) << schedule.status().ToString();
+      auto walker = schedule->Walk(r);
+      std::vector<std::vector<int64_t>> batches;
+      for (StepBatch b; walker.Next(&b);) batches.push_back(b.positions);
       const auto& info = e["ranks"][std::to_string(r)];
       EXPECT_EQ(static_cast<int64_t>(batches.size()), info["num_batches_total"].get<int64_t>());
+      EXPECT_EQ(schedule->num_steps(), info["num_batches_total"].get<int64_t>());
       const int64_t stored = info["num_batches_stored"];
       std::vector<int64_t> flat, lengths;
       for (int64_t k = 0; k < stored; ++k) {
@@ -273,19 +284,29 @@ TEST(GoldenSamplers, RandomCyclic) {
     const int64_t dp = e["data_parallel_size"];
     for (int64_t r = 0; r < dp; ++r) {
       SCOPED_TRACE(dir + " rank " + std::to_string(r));
-      RandomSampler s(e["total_samples"], e["consumed_samples"], e["micro_batch_size"], r, dp,
-                      e["data_sharding"]);
+      ScheduleOptions so;
+      so.type = DataloaderType::kCyclic;
+      so.total_samples = e["total_samples"];
+      so.start_consumed = e["consumed_samples"];
+      so.micro_batch_size = e["micro_batch_size"];
+      so.dp_size = dp;
+      so.data_sharding = e["data_sharding"];
+      auto schedule = ReadSchedule::Create(so);
+      ASSERT_TRUE(schedule.ok()) << schedule.status().ToString();
+      auto walker = schedule->Walk(r);
       const auto& info = e["ranks"][std::to_string(r)];
       const int64_t stored = info["num_batches_stored"];
       std::vector<int64_t> flat, lengths, epochs, consumed;
+      StepBatch b;
       for (int64_t k = 0; k < stored; ++k) {
-        auto b = s.Next();
-        flat.insert(flat.end(), b.indices.begin(), b.indices.end());
-        lengths.push_back(static_cast<int64_t>(b.indices.size()));
+        ASSERT_TRUE(walker.Next(&b));
+        flat.insert(flat.end(), b.positions.begin(), b.positions.end());
+        lengths.push_back(static_cast<int64_t>(b.positions.size()));
         epochs.push_back(b.epoch);
         consumed.push_back(b.consumed_before);
       }
-      EXPECT_EQ(s.consumed_samples(), info["final_consumed_samples"].get<int64_t>());
+      EXPECT_EQ(b.consumed_before + schedule->samples_per_step(),
+                info["final_consumed_samples"].get<int64_t>());
       const std::string p = dir + "/rank" + std::to_string(r);
       ExpectNpyEquals(p + "_flat.npy", flat, {static_cast<int64_t>(flat.size())});
       ExpectNpyEquals(p + "_batch_lengths.npy", lengths, {stored});

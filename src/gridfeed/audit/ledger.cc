@@ -39,10 +39,11 @@ Result<std::unique_ptr<LedgerWriter>> LedgerWriter::Open(const std::string& dir,
     std::string line, kept;
     bool dropped = false;
     while (std::getline(in, line)) {
-      if (line.rfind("# fingerprint ", 0) == 0 && line.substr(14) != fingerprint) {
+      if (line.starts_with(kFingerprintPrefix) &&
+          line.substr(kFingerprintPrefix.size()) != fingerprint) {
         return FailedPrecondition("ledger '" + w->path_ + "' belongs to fingerprint " +
-                                  line.substr(14) + ", this run is " + fingerprint +
-                                  "; use another --ledger folder");
+                                  line.substr(kFingerprintPrefix.size()) + ", this run is " +
+                                  fingerprint + "; use another --ledger folder");
       }
       if (!line.empty() && line[0] != '#' && line.rfind("iteration\t", 0) != 0) {
         int64_t it, mb, dp, position;
@@ -62,8 +63,10 @@ Result<std::unique_ptr<LedgerWriter>> LedgerWriter::Open(const std::string& dir,
     return IoError("cannot open ledger '" + w->path_ + "': " + std::strerror(errno));
   }
   if (!exists) {
-    std::fprintf(w->file_, "# gridfeed ledger v1\n# fingerprint %s\n# config %s\n%s\n",
-                 fingerprint.c_str(), canonical_config.c_str(), kLedgerColumns);
+    const std::string header =
+        std::string(kLedgerFormatLine) + "\n" + std::string(kFingerprintPrefix) + fingerprint +
+        "\n" + std::string(kConfigPrefix) + canonical_config + "\n" + kLedgerColumns + "\n";
+    std::fputs(header.c_str(), w->file_);
   }
   return w;
 }
@@ -109,8 +112,8 @@ Result<Ledger> ReadLedger(const std::string& dir) {
     while (std::getline(in, line)) {
       ++n;
       if (line.empty()) continue;
-      if (line.rfind("# fingerprint ", 0) == 0) {
-        const std::string fp = line.substr(14);
+      if (line.starts_with(kFingerprintPrefix)) {
+        const std::string fp = line.substr(kFingerprintPrefix.size());
         if (!ledger.fingerprint.empty() && fp != ledger.fingerprint) {
           return FailedPrecondition("ledger '" + path + "' has fingerprint " + fp +
                                     ", other files " + ledger.fingerprint);
@@ -118,8 +121,8 @@ Result<Ledger> ReadLedger(const std::string& dir) {
         ledger.fingerprint = fp;
         continue;
       }
-      if (line.rfind("# config ", 0) == 0) {
-        ledger.canonical_config = line.substr(9);
+      if (line.starts_with(kConfigPrefix)) {
+        ledger.canonical_config = line.substr(kConfigPrefix.size());
         continue;
       }
       if (line[0] == '#' || line.rfind("iteration\t", 0) == 0) continue;

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gridfeed/core/status.h"
@@ -19,6 +20,11 @@ namespace gridfeed::audit {
 using LedgerRecord = order::SampleRecord;
 
 std::string FormatRecord(const LedgerRecord& r);
+// Header lines of a ledger file: the format line, then the fingerprint and the canonical
+// configuration, each after its prefix.
+inline constexpr std::string_view kLedgerFormatLine = "# gridfeed ledger v1";
+inline constexpr std::string_view kFingerprintPrefix = "# fingerprint ";
+inline constexpr std::string_view kConfigPrefix = "# config ";
 inline const char* kLedgerColumns =
     "iteration\tmicro_batch\tdp_rank\tposition\tdataset\tdataset_sample\tfirst_document\t"
     "first_offset\ttoken_xxh3";

@@ -4,79 +4,48 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "gridfeed/feed/data_build.h"
+#include "gridfeed/config/canonical.h"
 
 namespace gridfeed::audit {
 
-Result<config::DataOptions> DataOptionsFromCanonical(const std::string& canonical) {
-  auto j = nlohmann::json::parse(canonical, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return DataLoss("the configuration text is not a JSON object");
-  }
-  config::DataOptions o;
-  try {
-    o.data_path = j.at("data-path").get<std::vector<std::string>>();
-    o.train_data_path = j.at("train-data-path").get<std::vector<std::string>>();
-    o.valid_data_path = j.at("valid-data-path").get<std::vector<std::string>>();
-    o.test_data_path = j.at("test-data-path").get<std::vector<std::string>>();
-    o.split = j.at("split").get<std::string>();
-    o.seq_length = j.at("seq-length").get<int64_t>();
-    o.seed = j.at("seed").get<int64_t>();
-    o.train_samples = j.at("train-samples").get<std::string>();
-    o.valid_samples = j.at("valid-samples").get<std::string>();
-    o.test_samples = j.at("test-samples").get<std::string>();
-    o.vocab_size = j.at("vocab-size").get<int64_t>();
-    o.eod_id = j.at("eod-id").get<int64_t>();
-    o.pad_id = j.at("pad-id").get<int64_t>();
-    o.reset_position_ids = j.at("reset-position-ids").get<bool>();
-    o.reset_attention_mask = j.at("reset-attention-mask").get<bool>();
-    o.eod_mask_loss = j.at("eod-mask-loss").get<bool>();
-    o.create_attention_mask = j.at("create-attention-mask").get<bool>();
-    o.no_add_extra_token = j.at("no-add-extra-token").get<bool>();
-    o.no_drop_last_partial_validation_sequence =
-        j.at("no-drop-last-partial-validation-sequence").get<bool>();
-    o.mid_level_dataset_surplus = j.at("mid-level-dataset-surplus").get<double>();
-  } catch (const nlohmann::json::exception& e) {
-    return DataLoss(std::string("the configuration text lacks a field: ") + e.what());
-  }
-  return o;
-}
-
-Result<std::unique_ptr<Replay>> Replay::Create(const config::DataOptions& options) {
+Result<std::unique_ptr<Replay>> Replay::Create(const config::JobOptions& options) {
   std::unique_ptr<Replay> r(new Replay());
   r->options_ = options;
-  GRIDFEED_ASSIGN_OR_RETURN(r->built_, feed::BuildFromOptions(options));
-  if (!r->built_.splits[0]) return FailedPrecondition("the train split is empty");
-  r->sample_options_ = feed::ToSampleOptions(options, r->built_.pad_id_used);
+  GRIDFEED_ASSIGN_OR_RETURN(auto pipeline, order::Pipeline::For(options.data));
+  GRIDFEED_ASSIGN_OR_RETURN(r->built_, pipeline->Build());
+  r->view_ = &r->built_->view();
+  if (r->train_length() == 0) return FailedPrecondition("the train split is empty");
+  order::ScheduleOptions s;
+  GRIDFEED_ASSIGN_OR_RETURN(s.type, order::ParseDataloaderType(options.data.dataloader_type));
+  s.total_samples = r->train_length();
+  s.micro_batch_size = options.batch.micro_batch_size;
+  s.dp_size = std::max<int64_t>(1, options.grid.data_parallel_size);
+  s.global_batch_size = options.batch.global_batch_size;
+  s.data_sharding = !options.data.no_data_sharding;
+  GRIDFEED_ASSIGN_OR_RETURN(auto schedule, order::ReadSchedule::Create(s));
+  r->schedule_ = std::make_unique<order::ReadSchedule>(std::move(schedule));
   return r;
 }
 
 order::SampleRecord Replay::Record(int64_t position, int64_t iteration, int64_t micro_batch,
                                    int64_t dp_rank) const {
-  const auto& sd = train();
-  const auto [k, j] = sd.Locate(position);
-  const auto& m = sd.mids[k];
   order::Sample sample;
-  order::AssembleSample(*m.dataset, m.tables.View(), j, sample_options_, &sample);
-  auto r = order::MakeSampleRecord(position, k, j, m.tables.View(), sample.tokens);
+  auto r = view_->Read(order::Split::kTrain, position, &sample);
   r.iteration = iteration;
   r.micro_batch = micro_batch;
   r.dp_rank = dp_rank;
   return r;
 }
 
-std::vector<std::vector<int64_t>> Replay::Positions(int64_t first, int64_t last, int64_t dp_rank,
-                                                    int64_t dp, int64_t mbs, int64_t gbs) const {
-  std::vector<std::vector<int64_t>> out;
-  const int64_t per_iter = gbs / (mbs * dp);
-  for (int64_t it = first; it < last; ++it) {
-    for (int64_t m = 0; m < per_iter; ++m) {
-      std::vector<int64_t> row;
-      const int64_t base = it * gbs + m * mbs * dp + dp_rank * mbs;
-      for (int64_t k = 0; k < mbs; ++k) {
-        if (base + k < train().length) row.push_back(base + k);
-      }
-      if (static_cast<int64_t>(row.size()) == mbs) out.push_back(row);
+std::vector<order::StepBatch> Replay::Batches(int64_t first, int64_t last, int64_t dp_rank) const {
+  std::vector<order::StepBatch> out;
+  auto walker = schedule_->Walk(dp_rank);
+  walker.SkipTo(std::max<int64_t>(0, schedule_->FirstStepOf(first)));
+  order::StepBatch b;
+  while (walker.Next(&b) && b.iteration < last) {
+    if (b.iteration < first) continue;
+    if (static_cast<int64_t>(b.positions.size()) == options_.batch.micro_batch_size) {
+      out.push_back(b);
     }
   }
   return out;
@@ -105,9 +74,15 @@ std::string FirstDifferentField(const order::SampleRecord& got, const order::Sam
 
 }  // namespace
 
+// The options a ledger's configuration text describes (exact inverse of the canonical text).
+Result<config::JobOptions> LedgerOptions(const Ledger& ledger) {
+  config::JobOptions o;
+  GRIDFEED_ASSIGN_OR_RETURN(o.data, config::FromCanonical(ledger.canonical_config));
+  return o;
+}
+
 Result<VerifyReport> Verify(const Ledger& ledger) {
-  GRIDFEED_ASSIGN_OR_RETURN(config::DataOptions o,
-                            DataOptionsFromCanonical(ledger.canonical_config));
+  GRIDFEED_ASSIGN_OR_RETURN(const config::JobOptions o, LedgerOptions(ledger));
   GRIDFEED_ASSIGN_OR_RETURN(auto replay, Replay::Create(o));
   VerifyReport report;
   std::vector<int64_t> positions;
@@ -115,10 +90,10 @@ Result<VerifyReport> Verify(const Ledger& ledger) {
     const auto& got = e.record;
     ++report.records;
     positions.push_back(got.position);
-    if (got.position < 0 || got.position >= replay->train().length) {
+    if (got.position < 0 || got.position >= replay->train_length()) {
       report.first_difference = e.file + " line " + std::to_string(e.line) + ": position " +
                                 std::to_string(got.position) + " outside the split's " +
-                                std::to_string(replay->train().length) + " samples";
+                                std::to_string(replay->train_length()) + " samples";
       return report;
     }
     const auto want = replay->Record(got.position, got.iteration, got.micro_batch, got.dp_rank);
@@ -131,6 +106,11 @@ Result<VerifyReport> Verify(const Ledger& ledger) {
           FormatRecord(got) + "', recomputed '" + FormatRecord(want) + "'";
       return report;
     }
+  }
+  if (o.data.dataloader_type == "cyclic") {  // every epoch reads the positions again
+    report.exactly_once = false;
+    report.ok = true;
+    return report;
   }
   std::sort(positions.begin(), positions.end());
   for (size_t i = 0; i < positions.size(); ++i) {
@@ -152,20 +132,24 @@ Result<VerifyReport> Verify(const Ledger& ledger) {
 }
 
 Result<Accounting> Account(const Ledger& ledger, int64_t until) {
-  GRIDFEED_ASSIGN_OR_RETURN(config::DataOptions o,
-                            DataOptionsFromCanonical(ledger.canonical_config));
+  GRIDFEED_ASSIGN_OR_RETURN(const config::JobOptions o, LedgerOptions(ledger));
   GRIDFEED_ASSIGN_OR_RETURN(auto replay, Replay::Create(o));
-  const auto& sd = replay->train();
+  const auto sources = replay->view().Sources(order::Split::kTrain);
   Accounting a;
-  const size_t n = sd.mids.size();
+  const size_t n = sources.size();
   a.sources.resize(n);
   for (size_t k = 0; k < n; ++k) {
-    a.sources[k].prefix = sd.mids[k].prefix;
-    a.sources[k].weight = sd.blended ? sd.weights[k] : 1.0;
+    a.sources[k].prefix = sources[k].name;
+    a.sources[k].weight = sources[k].weight;
   }
   std::map<int64_t, std::vector<int64_t>> per_iteration;  // iteration -> samples per source
   for (const auto& e : ledger.entries) {
     if (until >= 0 && e.record.iteration >= until) continue;
+    if (e.record.dataset < 0 || static_cast<size_t>(e.record.dataset) >= n) {
+      return DataLoss(e.file + " line " + std::to_string(e.line) + ": dataset " +
+                      std::to_string(e.record.dataset) + " is not a source of this order (it has " +
+                      std::to_string(n) + ")");
+    }
     auto& v = per_iteration[e.record.iteration];
     v.resize(n, 0);
     ++v[static_cast<size_t>(e.record.dataset)];
@@ -186,7 +170,7 @@ Result<Accounting> Account(const Ledger& ledger, int64_t until) {
     s.samples = cumulative[k];
     s.tokens = cumulative[k] * replay->seq_length();
     s.share = total ? static_cast<double>(s.samples) / static_cast<double>(total) : 0;
-    const int64_t per_epoch = sd.mids[k].tables.num_samples_per_epoch;
+    const int64_t per_epoch = sources[k].samples_per_epoch;
     s.epochs = per_epoch ? static_cast<double>(s.samples) / static_cast<double>(per_epoch) : 0;
   }
   return a;

@@ -1,6 +1,7 @@
-// Offline order reproduction: rebuild the tables from a configuration alone (no MPI, no GPU)
-// and recompute what any step of any DP rank read; verify a ledger against it and prove that
-// every global position up to the cursor was consumed exactly once; per-source accounting.
+// Offline order reproduction: rebuild a data order from its options alone (no MPI, no GPU)
+// through the same pipeline, table view and read schedule the feeder uses, and recompute what
+// any step of any DP rank read; verify a ledger against it and prove that every global position
+// up to the cursor was consumed exactly once; per-source accounting.
 #pragma once
 
 #include <memory>
@@ -8,41 +9,42 @@
 #include <vector>
 
 #include "gridfeed/audit/ledger.h"
-#include "gridfeed/config/data_options.h"
+#include "gridfeed/config/options.h"
 #include "gridfeed/core/status.h"
-#include "gridfeed/order/dataset_builder.h"
-#include "gridfeed/order/sample.h"
+#include "gridfeed/order/pipeline.h"
+#include "gridfeed/order/read_schedule.h"
 
 namespace gridfeed::audit {
 
-// The data options a canonical configuration text (ledger or checkpoint) describes.
-Result<config::DataOptions> DataOptionsFromCanonical(const std::string& canonical);
-
 class Replay {
  public:
-  static Result<std::unique_ptr<Replay>> Create(const config::DataOptions& options);
+  // Builds the train split of `options.data`; the schedule is the one a run with the batch
+  // options and --data-parallel-size of `options` follows from sample 0.
+  static Result<std::unique_ptr<Replay>> Create(const config::JobOptions& options);
 
-  // The record of global position `position` read at (iteration, micro_batch) by `dp_rank`.
+  // The record of `position` as (iteration, micro_batch, dp_rank) read it.
   order::SampleRecord Record(int64_t position, int64_t iteration, int64_t micro_batch,
                              int64_t dp_rank) const;
-  // Positions of every (micro-batch, sample) of `dp_rank` in iterations [first, last).
-  // Rows are micro-batches in order; REQUIRES gbs % (mbs * dp) == 0.
-  std::vector<std::vector<int64_t>> Positions(int64_t first, int64_t last, int64_t dp_rank,
-                                              int64_t dp, int64_t mbs, int64_t gbs) const;
-  const order::SplitDataset& train() const { return *built_.splits[0]; }
-  int64_t seq_length() const { return options_.seq_length; }
+  // The micro-batches `dp_rank` read in iterations [first, last), in order (full ones only).
+  std::vector<order::StepBatch> Batches(int64_t first, int64_t last, int64_t dp_rank) const;
+  const order::OrderView& view() const { return *view_; }
+  const order::ReadSchedule& schedule() const { return *schedule_; }
+  int64_t train_length() const { return view_->length(order::Split::kTrain); }
+  int64_t seq_length() const { return options_.data.seq_length; }
 
  private:
   Replay() = default;
-  config::DataOptions options_;
-  order::BuiltDatasets built_;
-  order::SampleOptions sample_options_;
+  config::JobOptions options_;
+  std::unique_ptr<order::BuiltOrder> built_;
+  order::OrderView* view_ = nullptr;
+  std::unique_ptr<order::ReadSchedule> schedule_;
 };
 
 struct VerifyReport {
   bool ok = false;
   int64_t records = 0;
   int64_t consumed = 0;          // positions [0, consumed) covered exactly once
+  bool exactly_once = true;      // false for cyclic orders (positions repeat every epoch)
   std::string first_difference;  // empty when ok
 };
 

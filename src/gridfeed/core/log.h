@@ -9,7 +9,8 @@ namespace gridfeed::log {
 
 enum class Level { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 
-// Set once by the process (dist/ sets it after MPI_Init); defaults to rank 0 of 1.
+// Set by parallel::Grid::Create (so every user of the feeder gets rank tags); defaults to
+// rank 0 of 1.
 void SetRank(int rank, int size);
 bool Enabled(Level level);
 void Write(Level level, std::string_view message);

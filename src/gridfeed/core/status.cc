@@ -1,5 +1,8 @@
 #include "gridfeed/core/status.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace gridfeed {
 
 std::string_view StatusCodeName(StatusCode code) {
@@ -41,5 +44,15 @@ Status Status::WithContext(std::string_view context) const {
   m += message_;
   return Status(code_, std::move(m));
 }
+
+namespace internal {
+
+void DieOnAccess(const Status& status) {
+  std::fprintf(stderr, "gridfeed: bug: the value of a failed Result was read (%s)\n",
+               status.ToString().c_str());
+  std::abort();
+}
+
+}  // namespace internal
 
 }  // namespace gridfeed

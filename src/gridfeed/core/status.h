@@ -59,6 +59,11 @@ inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m
 inline Status OutOfRange(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
+namespace internal {
+// Prints the status and aborts (a Result's value read although it holds an error).
+[[noreturn]] void DieOnAccess(const Status& status);
+}  // namespace internal
+
 // Result<T>: a T or a non-ok Status.
 template <typename T>
 class [[nodiscard]] Result {
@@ -70,14 +75,20 @@ class [[nodiscard]] Result {
 
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
-  T& value() & { return *value_; }
-  const T& value() const& { return *value_; }
-  T&& value() && { return std::move(*value_); }
-  T* operator->() { return &*value_; }
-  const T* operator->() const { return &*value_; }
-  T& operator*() & { return *value_; }
+  // Access to the value is a bug when !ok(): it aborts with the status, never reads garbage.
+  T& value() & { return Checked(); }
+  const T& value() const& { return Checked(); }
+  T&& value() && { return std::move(Checked()); }
+  T* operator->() { return &Checked(); }
+  const T* operator->() const { return &Checked(); }
+  T& operator*() & { return Checked(); }
+  const T& operator*() const& { return Checked(); }
 
  private:
+  T& Checked() const {
+    if (!value_.has_value()) internal::DieOnAccess(status_);
+    return const_cast<T&>(*value_);
+  }
   std::optional<T> value_;
   Status status_;
 };

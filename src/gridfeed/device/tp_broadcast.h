@@ -14,6 +14,9 @@
 
 namespace gridfeed::device {
 
+// Bytes of an NCCL unique id (NCCL_UNIQUE_ID_BYTES), the size every rank expects.
+inline constexpr size_t kGroupIdBytes = 128;
+
 class TpBroadcast {
  public:
   virtual ~TpBroadcast() = default;

@@ -9,10 +9,11 @@
 namespace gridfeed::device {
 namespace {
 
+static_assert(NCCL_UNIQUE_ID_BYTES == kGroupIdBytes, "callers size group ids by kGroupIdBytes");
+
 Status Cuda(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return Status::Ok();
-  return Status(StatusCode::kFailedPrecondition,
-                std::string(what) + ": " + cudaGetErrorString(e));
+  return Status(StatusCode::kFailedPrecondition, std::string(what) + ": " + cudaGetErrorString(e));
 }
 
 Status Nccl(ncclResult_t r, const char* what) {
@@ -40,9 +41,10 @@ class CudaTpBroadcast final : public TpBroadcast {
     rank_ = rank;
     max_bytes_ = max_bytes;
     GRIDFEED_RETURN_IF_ERROR(Cuda(cudaSetDevice(device), "cudaSetDevice"));
-    GRIDFEED_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
-                                  "cudaStreamCreate"));
-    GRIDFEED_RETURN_IF_ERROR(Cuda(cudaMalloc(&device_, std::max<size_t>(max_bytes, 1)), "cudaMalloc"));
+    GRIDFEED_RETURN_IF_ERROR(
+        Cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
+    GRIDFEED_RETURN_IF_ERROR(
+        Cuda(cudaMalloc(&device_, std::max<size_t>(max_bytes, 1)), "cudaMalloc"));
     if (rank == 0) {
       GRIDFEED_RETURN_IF_ERROR(
           Cuda(cudaHostAlloc(&host_, std::max<size_t>(max_bytes, 1), cudaHostAllocDefault),
@@ -56,12 +58,13 @@ class CudaTpBroadcast final : public TpBroadcast {
   Status Broadcast(size_t bytes) override {
     if (bytes > max_bytes_) return InvalidArgument("payload larger than the device buffer");
     if (rank_ == 0) {
-      GRIDFEED_RETURN_IF_ERROR(Cuda(
-          cudaMemcpyAsync(device_, host_, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync"));
+      GRIDFEED_RETURN_IF_ERROR(
+          Cuda(cudaMemcpyAsync(device_, host_, bytes, cudaMemcpyHostToDevice, stream_),
+               "cudaMemcpyAsync"));
     }
     // The copy and the broadcast are ordered on the same stream.
-    GRIDFEED_RETURN_IF_ERROR(
-        Nccl(ncclBroadcast(device_, device_, bytes, ncclUint8, 0, comm_, stream_), "ncclBroadcast"));
+    GRIDFEED_RETURN_IF_ERROR(Nccl(
+        ncclBroadcast(device_, device_, bytes, ncclUint8, 0, comm_, stream_), "ncclBroadcast"));
     return Cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   }
 

@@ -2,109 +2,53 @@
 
 #include <xxhash.h>
 
-#include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <deque>
-#include <map>
 #include <mutex>
 #include <thread>
 
 #include "gridfeed/checkpoint/cursor.h"
+#include "gridfeed/checkpoint/resume_policy.h"
+#include "gridfeed/config/canonical.h"
+#include "gridfeed/core/stopwatch.h"
 #include "gridfeed/device/probe.h"
 #include "gridfeed/device/tp_broadcast.h"
-#include "gridfeed/dist/agree.h"
-#include "gridfeed/dist/shared_tables.h"
-#include "gridfeed/feed/data_build.h"
-#include "gridfeed/feed/fingerprint.h"
 #include "gridfeed/feed/payload.h"
-#include "gridfeed/io/indexed_dataset.h"
 #include "gridfeed/order/cp_zigzag.h"
+#include "gridfeed/order/pipeline.h"
+#include "gridfeed/order/read_schedule.h"
+#include "gridfeed/parallel/agree.h"
+#include "gridfeed/parallel/shared_image.h"
 
 namespace gridfeed::feed {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-std::string Fingerprint(const FeederOptions& o) {
-  return config::CanonicalText(o.data) + "|mbs=" + std::to_string(o.micro_batch_size) +
-         "|gbs=" + std::to_string(o.global_batch_size) +
-         "|consumed=" + std::to_string(o.consumed_samples) +
-         "|split=" + std::to_string(static_cast<int>(o.split)) +
-         "|tp=" + std::to_string(o.grid.tensor_model_parallel_size) +
-         "|pp=" + std::to_string(o.grid.pipeline_model_parallel_size) +
-         "|cp=" + std::to_string(o.grid.context_parallel_size) + "|order=" + o.grid.rank_order;
-}
-
-// Collective on comm: the same verdict on every rank.
-Status AgreeOnFingerprint(MPI_Comm comm, const FeederOptions& o) {
-  const std::string text = Fingerprint(o);
-  const uint64_t mine = XXH3_64bits(text.data(), text.size());
-  int size = 0;
-  MPI_Comm_size(comm, &size);
-  std::vector<uint64_t> all(static_cast<size_t>(size));
-  GRIDFEED_RETURN_IF_ERROR(dist::MpiStatus(
-      MPI_Allgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm), "MPI_Allgather"));
-  for (int r = 1; r < size; ++r) {
-    if (all[r] != all[0]) {
-      char buf[160];
-      std::snprintf(buf, sizeof(buf),
-                    "rank %d: configuration fingerprint %016llx differs from rank 0's %016llx; "
-                    "every rank must get the same options",
-                    r, static_cast<unsigned long long>(all[r]),
-                    static_cast<unsigned long long>(all[0]));
-      return FailedPrecondition(buf);
-    }
-  }
-  return Status::Ok();
-}
-
-// Checks that need no data, identical on every rank (same fingerprint).
-Status ValidateOptions(const FeederOptions& o, int world_size) {
-  const auto& g = o.grid;
-  const int64_t model = int64_t{g.tensor_model_parallel_size} * g.pipeline_model_parallel_size *
-                        g.context_parallel_size;
-  if (model <= 0 || world_size % model != 0) {
-    return InvalidArgument("world size " + std::to_string(world_size) +
-                           " is not divisible by TP x PP x CP = " + std::to_string(model));
-  }
-  const int64_t dp = world_size / model;
-  if (o.micro_batch_size <= 0) return InvalidArgument("--micro-batch-size must be positive");
-  const int64_t gbs = o.global_batch_size ? o.global_batch_size : o.micro_batch_size * dp;
-  if (gbs % (o.micro_batch_size * dp) != 0) {
-    return InvalidArgument("--global-batch-size " + std::to_string(gbs) +
-                           " is not a multiple of micro-batch-size x DP = " +
-                           std::to_string(o.micro_batch_size) + " x " + std::to_string(dp));
-  }
-  if (o.data.seq_length <= 0) return InvalidArgument("--seq-length must be positive");
-  const int cp = g.context_parallel_size;
-  if (cp > 1 && o.data.seq_length % (2 * cp) != 0) {
-    return InvalidArgument(
-        "--seq-length " + std::to_string(o.data.seq_length) +
-        " must be divisible by 2 x context-parallel-size = " + std::to_string(2 * cp));
-  }
-  if (o.consumed_samples < 0) return InvalidArgument("--consumed-samples must be >= 0");
-  if (o.prefetch_depth < 1) return InvalidArgument("prefetch depth must be >= 1");
-  return Status::Ok();
+order::Split SplitOf(const FeederOptions& o) {
+  if (o.feed.split_name == "valid") return order::Split::kValid;
+  if (o.feed.split_name == "test") return order::Split::kTest;
+  return order::Split::kTrain;
 }
 
 }  // namespace
 
 struct Feeder::Impl {
   FeederOptions options;
-  std::unique_ptr<dist::Grid> grid;
-  std::unique_ptr<dist::SharedTables> tables;
+  order::Split split = order::Split::kTrain;
+  std::unique_ptr<parallel::Grid> grid;
+  std::unique_ptr<order::Pipeline> pipeline;
+  std::unique_ptr<parallel::SharedImage> image;
+  std::unique_ptr<order::OrderView> view;  // readers only
+  std::unique_ptr<order::ReadSchedule> schedule;
   std::unique_ptr<device::TpBroadcast> device_bcast;
-  std::map<std::string, std::unique_ptr<io::IndexedDataset>> datasets;
-  order::SampleOptions sample_options;
   PayloadLayout layout;
-  int64_t dp = 1;
+  std::string canonical, fingerprint;
+  StartupTimes startup;
+  int64_t split_length = 0;
+  int64_t resumed_iteration = 0;
+  int64_t consumed = 0;   // global samples after the last Next()
   int64_t next_step = 0;  // micro-batch steps handed out so far
-  int64_t num_steps = 0;  // steps the split holds from the start cursor
 
   // Prefetch (readers only): packed payloads of steps [handed, produced).
   std::thread worker;
@@ -118,79 +62,23 @@ struct Feeder::Impl {
   bool keeps_records = false;  // first-stage reader of CP rank 0
   bool stop = false;
 
-  const order::ImageSplit& split() const {
-    return *tables->tables().splits[static_cast<int>(options.split)];
-  }
+  // The phases of Open, in order; each is collective on the world and returns the same status
+  // on every rank.
+  Status AgreeOnOptions(MPI_Comm comm);
+  Status CreateGrid(MPI_Comm comm);
+  Status BuildAndShareTables();
+  Status Resume();
+  Status PlanSchedule();
+  Status OpenTokenStores();
+  Status OpenDevicePath();
+  void StartPrefetch();
 
   // Assembles the payload of one step on a reader.
-  void Assemble(int64_t step, std::vector<std::byte>* out,
-                std::vector<order::SampleRecord>* records) const {
-    const int64_t mbs = options.micro_batch_size;
-    const int64_t S = options.data.seq_length;
-    const int64_t cp = grid->cp_size();
-    const int64_t step_start = options.consumed_samples + step * mbs * dp;
-    const int64_t base = step_start + grid->dp_rank() * mbs;
-    records->clear();
-    out->assign(layout.total_bytes, std::byte{0});
-    order::Sample sample;
-    std::vector<int64_t> tokens, labels, positions;
-    std::vector<float> loss;
-    std::vector<uint8_t> mask;
-    for (int64_t k = 0; k < mbs; ++k) {
-      const int64_t position = base + k;
-      const auto [mid, j] = split().Locate(position);
-      const auto& m = split().mids[mid];
-      order::AssembleSample(*datasets.at(m.prefix), m.tables, j, sample_options, &sample);
-      if (keeps_records) {
-        auto r = order::MakeSampleRecord(position, mid, j, m.tables, sample.tokens);
-        r.iteration = step_start / options.global_batch_size;
-        r.micro_batch = (step_start % options.global_batch_size) / (mbs * dp);
-        r.dp_rank = grid->dp_rank();
-        records->push_back(r);
-      }
-      layout.Put(out, PayloadLayout::kSampleIndices, k, &position, 1);
-      if (layout.has_inputs) {
-        tokens = order::CpZigzagSlice(sample.tokens, 1, S, 1, cp, grid->cp_rank());
-        positions = order::CpZigzagSlice(sample.position_ids, 1, S, 1, cp, grid->cp_rank());
-        layout.Put(out, PayloadLayout::kTokens, k, tokens.data(), tokens.size());
-        layout.Put(out, PayloadLayout::kPositionIds, k, positions.data(), positions.size());
-        if (layout.has_mask) {
-          mask = order::CpZigzagSlice(sample.attention_mask, 1, S, S, cp, grid->cp_rank());
-          layout.Put(out, PayloadLayout::kAttentionMask, k, mask.data(), mask.size());
-        }
-      }
-      if (layout.has_targets) {
-        labels = order::CpZigzagSlice(sample.labels, 1, S, 1, cp, grid->cp_rank());
-        loss = order::CpZigzagSlice(sample.loss_mask, 1, S, 1, cp, grid->cp_rank());
-        layout.Put(out, PayloadLayout::kLabels, k, labels.data(), labels.size());
-        layout.Put(out, PayloadLayout::kLossMask, k, loss.data(), loss.size());
-      }
-    }
-  }
-
-  // Runs on the prefetch thread from `first_step` on (never reads next_step, which the
-  // trainer's thread advances).
-  void Prefetch(int64_t first_step) {
-    for (int64_t step = first_step; step < num_steps; ++step) {
-      Prefetched item;
-      Assemble(step, &item.payload, &item.records);
-      std::unique_lock lock(mu);
-      cv.wait(lock,
-              [&] { return stop || static_cast<int>(ready.size()) < options.prefetch_depth; });
-      if (stop) return;
-      ready.push_back(std::move(item));
-      cv.notify_all();
-    }
-  }
-
-  Prefetched Take() {
-    std::unique_lock lock(mu);
-    cv.wait(lock, [&] { return !ready.empty(); });
-    auto payload = std::move(ready.front());
-    ready.pop_front();
-    cv.notify_all();
-    return payload;
-  }
+  void Assemble(const order::StepBatch& batch, std::vector<std::byte>* out,
+                std::vector<order::SampleRecord>* records) const;
+  // Runs on the prefetch thread (never reads next_step, which the trainer's thread advances).
+  void Prefetch();
+  Prefetched Take();
 
   ~Impl() {
     if (worker.joinable()) {
@@ -204,129 +92,168 @@ struct Feeder::Impl {
   }
 };
 
-Result<std::unique_ptr<Feeder>> Feeder::Open(const FeederOptions& options, MPI_Comm comm) {
-  std::unique_ptr<Feeder> f(new Feeder());
-  f->impl_ = std::make_unique<Impl>();
-  Impl& im = *f->impl_;
-  im.options = options;
-  // The fingerprint is agreed on first, so every later decision is the same on every rank.
-  {
-    MPI_Comm dup;
-    MPI_Comm_dup(comm, &dup);
-    MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
-    int world_size = 0;
-    MPI_Comm_size(dup, &world_size);
-    Status st = AgreeOnFingerprint(dup, options);
-    MPI_Comm_free(&dup);
-    GRIDFEED_RETURN_IF_ERROR(st);
-    GRIDFEED_RETURN_IF_ERROR(ValidateOptions(options, world_size));
+// The fingerprint of every option is agreed first, so every later decision is the same on every
+// rank; then the options are checked against the world (the same verdict everywhere).
+Status Feeder::Impl::AgreeOnOptions(MPI_Comm comm) {
+  MPI_Comm dup;
+  MPI_Comm_dup(comm, &dup);
+  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+  int world_size = 0;
+  MPI_Comm_size(dup, &world_size);
+  int rank = 0;
+  MPI_Comm_rank(dup, &rank);
+  // Rank 0's options are the reference; a rank that differs names the first differing option.
+  std::string reference = config::AgreementText(options);
+  Status same = parallel::BroadcastString(dup, 0, &reference);
+  if (same.ok()) {
+    Status local;
+    const std::string change = config::DescribeDifference(reference, options);
+    if (!change.empty()) {
+      local = FailedPrecondition("options differ from rank 0's: " + change +
+                                 "; every rank must get the same options");
+    }
+    same = parallel::AgreeOnStatus(dup, local, rank);
   }
-  GRIDFEED_ASSIGN_OR_RETURN(im.grid, dist::Grid::Create(comm, options.grid));
-  const dist::Grid& g = *im.grid;
-  im.dp = g.dp_size();
-  if (im.options.global_batch_size == 0) {
-    im.options.global_batch_size = options.micro_batch_size * im.dp;
+  MPI_Comm_free(&dup);
+  GRIDFEED_RETURN_IF_ERROR(same);
+  GRIDFEED_ASSIGN_OR_RETURN(const int64_t dp, config::ValidateGrid(options, world_size));
+  options.grid.data_parallel_size = dp;
+  if (options.batch.global_batch_size == 0) {
+    options.batch.global_batch_size = options.batch.micro_batch_size * dp;
   }
+  split = SplitOf(options);
+  return Status::Ok();
+}
 
-  dist::DistributeTimes times;
-  std::string canonical;
-  auto build = [&]() -> Result<std::unique_ptr<order::TableImageWriter>> {
-    GRIDFEED_ASSIGN_OR_RETURN(order::BuiltDatasets b, BuildFromOptions(options.data));
-    if (!b.splits[static_cast<int>(options.split)]) {
-      return FailedPrecondition(std::string("the ") +
-                                order::kSplitNames[static_cast<int>(options.split)] +
+Status Feeder::Impl::CreateGrid(MPI_Comm comm) {
+  parallel::GridSizes sizes;
+  sizes.tensor_model_parallel_size = static_cast<int>(options.grid.tensor_model_parallel_size);
+  sizes.pipeline_model_parallel_size = static_cast<int>(options.grid.pipeline_model_parallel_size);
+  sizes.context_parallel_size = static_cast<int>(options.grid.context_parallel_size);
+  sizes.rank_order = options.grid.rank_order;
+  GRIDFEED_ASSIGN_OR_RETURN(grid, parallel::Grid::Create(comm, sizes));
+  return Status::Ok();
+}
+
+// World rank 0 builds through the pipeline and writes the image into its shared window; every
+// reader views the image it received. The canonical text (options + data facts) follows.
+Status Feeder::Impl::BuildAndShareTables() {
+  const parallel::Grid& g = *grid;
+  GRIDFEED_ASSIGN_OR_RETURN(pipeline, order::Pipeline::For(options.data));
+  int64_t length = 0;
+  auto make = [&]() -> Result<parallel::ImageProducer> {
+    GRIDFEED_ASSIGN_OR_RETURN(auto built, pipeline->Build());
+    length = built->view().length(split);
+    if (length == 0) {
+      return FailedPrecondition("the " + options.feed.split_name +
                                 " split is empty with this --split");
     }
-    canonical = CanonicalConfig(options.data, b);
-    return order::TableImageWriter::Create(std::move(b));
+    canonical = config::CanonicalText(options.data, built->DataFacts());
+    std::shared_ptr<order::ImageWriter> writer = built->TakeImage();
+    return parallel::ImageProducer{writer->size(),
+                                   [writer](std::byte* dst) { writer->WriteTo(dst); }};
   };
-  GRIDFEED_ASSIGN_OR_RETURN(im.tables, dist::SharedTables::BuildAndDistribute(g, build, &times));
-  f->startup_.build_seconds = times.build_seconds;
-  f->startup_.broadcast_seconds = times.broadcast_seconds;
-  GRIDFEED_RETURN_IF_ERROR(dist::BroadcastString(g.world(), 0, &canonical));
-  f->canonical_config_ = canonical;
-  f->fingerprint_ = FingerprintOf(canonical);
-
-  // Resume: world rank 0 reads and checks the cursor, everyone learns the outcome.
-  int64_t resume[2] = {options.consumed_samples, 0};  // consumed, iteration
-  if (!options.resume_from.empty()) {
-    Status checked;
-    if (g.world_rank() == 0) {
-      auto cursor = checkpoint::ReadCursor(options.resume_from);
-      if (!cursor.ok()) {
-        checked = cursor.status();
-      } else if (FingerprintOf(cursor->canonical_config) != cursor->fingerprint) {
-        checked = DataLoss("checkpoint '" + options.resume_from +
-                           "': its configuration text does not match its fingerprint (corrupt)");
-      } else if (cursor->fingerprint != f->fingerprint_) {
-        checked = FailedPrecondition(
-            "checkpoint '" + options.resume_from + "' was written for another data order (" +
-            DescribeChange(cursor->canonical_config, canonical) + "); refusing to resume");
-      } else if (cursor->global_batch_size != im.options.global_batch_size &&
-                 !options.allow_batch_size_change) {
-        checked = FailedPrecondition(
-            "checkpoint '" + options.resume_from + "' used global batch size " +
-            std::to_string(cursor->global_batch_size) + ", now " +
-            std::to_string(im.options.global_batch_size) +
-            "; pass --allow-batch-size-change to continue from the same global sample");
-      } else {
-        resume[0] = cursor->consumed_train_samples;
-        resume[1] = cursor->iteration;
-      }
+  parallel::DistributeTimes times;
+  GRIDFEED_ASSIGN_OR_RETURN(image,
+                            parallel::SharedImage::Distribute(g, make, order::ImageDigest, &times));
+  startup.build_seconds = times.build_seconds;
+  startup.broadcast_seconds = times.broadcast_seconds;
+  GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(g.world(), 0, &canonical));
+  fingerprint = config::FingerprintOf(canonical);
+  // Non-readers hold no tables but plan the same schedule: they learn the split's length.
+  GRIDFEED_RETURN_IF_ERROR(parallel::MpiStatus(MPI_Bcast(&length, 1, MPI_INT64_T, 0, g.world()),
+                                               "MPI_Bcast(split length)"));
+  split_length = length;
+  Status viewed;
+  if (g.is_reader()) {
+    auto v = pipeline->ViewImage(image->bytes());
+    if (v.ok()) {
+      view = std::move(v).value();
+    } else {
+      viewed = v.status();
     }
-    GRIDFEED_RETURN_IF_ERROR(dist::BroadcastStatus(g.world(), 0, checked.WithContext("rank 0")));
-    GRIDFEED_RETURN_IF_ERROR(
-        dist::MpiStatus(MPI_Bcast(resume, 2, MPI_INT64_T, 0, g.world()), "MPI_Bcast(cursor)"));
-    im.options.consumed_samples = resume[0];
-    f->resumed_iteration_ = resume[1];
   }
+  return parallel::AgreeOnStatus(g.world(), viewed, g.world_rank());
+}
 
-  // Everyone learns the split length (non-readers hold no tables) and the pad id.
-  auto t0 = Clock::now();
-  int64_t meta[2] = {0, -1};
+// World rank 0 reads and checks the cursor (checkpoint's resume policy); everyone learns the
+// outcome.
+Status Feeder::Impl::Resume() {
+  const parallel::Grid& g = *grid;
+  consumed = options.resume.consumed_samples;
+  if (options.resume.resume_from.empty()) return Status::Ok();
+  Status checked;
+  int64_t point[2] = {0, 0};  // consumed, iteration
   if (g.world_rank() == 0) {
-    meta[0] = im.split().length;
-    meta[1] = im.tables->tables().pad_id_used;
+    checkpoint::ResumeRequest now;
+    now.path = options.resume.resume_from;
+    now.fingerprint = fingerprint;
+    now.canonical_config = canonical;
+    now.micro_batch_size = options.batch.micro_batch_size;
+    now.dp = options.grid.data_parallel_size;
+    now.global_batch_size = options.batch.global_batch_size;
+    now.allow_batch_size_change = options.resume.allow_batch_size_change;
+    now.order_depends_on_geometry = options.data.dataloader_type == "cyclic";
+    auto cursor = checkpoint::ReadCursor(options.resume.resume_from);
+    auto resumed = cursor.ok() ? checkpoint::CheckResume(*cursor, now)
+                               : Result<checkpoint::ResumePoint>(cursor.status());
+    if (resumed.ok()) {
+      point[0] = resumed->consumed_samples;
+      point[1] = resumed->iteration;
+    } else {
+      checked = resumed.status();
+    }
   }
+  GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastStatus(g.world(), 0, checked.WithContext("rank 0")));
   GRIDFEED_RETURN_IF_ERROR(
-      dist::MpiStatus(MPI_Bcast(meta, 2, MPI_INT64_T, 0, g.world()), "MPI_Bcast(split length)"));
-  f->split_length_ = meta[0];
-  const int64_t step_samples = options.micro_batch_size * im.dp;
-  im.num_steps = std::max<int64_t>(0, (meta[0] - im.options.consumed_samples) / step_samples);
-  f->consumed_ = im.options.consumed_samples;
-  im.sample_options = ToSampleOptions(options.data, meta[1]);
-  im.layout = PayloadLayout(options.micro_batch_size, options.data.seq_length, g.cp_size(),
-                            g.first_stage(), g.last_stage(), options.data.create_attention_mask);
+      parallel::MpiStatus(MPI_Bcast(point, 2, MPI_INT64_T, 0, g.world()), "MPI_Bcast(cursor)"));
+  consumed = point[0];
+  resumed_iteration = point[1];
+  return Status::Ok();
+}
 
-  // Readers open the token files; a failure anywhere is the same error everywhere.
+// Every rank plans the same schedule from the same numbers (no communication).
+Status Feeder::Impl::PlanSchedule() {
+  const parallel::Grid& g = *grid;
+  order::ScheduleOptions s;
+  GRIDFEED_ASSIGN_OR_RETURN(s.type, order::ParseDataloaderType(options.data.dataloader_type));
+  s.total_samples = split_length;
+  s.micro_batch_size = options.batch.micro_batch_size;
+  s.dp_size = g.dp_size();
+  s.global_batch_size = options.batch.global_batch_size;
+  s.start_consumed = consumed;
+  s.start_iteration = options.resume.resume_from.empty() ? -1 : resumed_iteration;
+  s.data_sharding = !options.data.no_data_sharding;
+  GRIDFEED_ASSIGN_OR_RETURN(auto planned, order::ReadSchedule::Create(s));
+  schedule = std::make_unique<order::ReadSchedule>(std::move(planned));
+  layout = PayloadLayout(options.batch.micro_batch_size, options.data.seq_length, g.cp_size(),
+                         g.first_stage(), g.last_stage(), options.data.create_attention_mask);
+  return Status::Ok();
+}
+
+// Readers open the token stores; a failure anywhere is the same error everywhere.
+Status Feeder::Impl::OpenTokenStores() {
+  const parallel::Grid& g = *grid;
+  Stopwatch watch;
   Status opened;
   if (g.is_reader()) {
-    for (const auto& prefix : im.tables->tables().prefixes) {
-      if (g.world_rank() == options.testing_fail_open_rank) {
-        opened = NotFound("cannot open '" + prefix + ".bin' (injected by test)");
-        break;
-      }
-      auto ds = io::IndexedDataset::Open(prefix);
-      if (!ds.ok()) {
-        opened = ds.status();
-        break;
-      }
-      im.datasets[prefix] = std::make_unique<io::IndexedDataset>(std::move(ds).value());
+    if (g.world_rank() == options.feed.testing_fail_open_rank) {
+      opened =
+          NotFound("cannot open '" + view->token_stores().front() + ".bin' (injected by test)");
+    } else {
+      opened = view->OpenTokenStores();
     }
   }
-  GRIDFEED_RETURN_IF_ERROR(dist::AgreeOnStatus(g.world(), opened, g.world_rank()));
-  f->startup_.open_seconds = Since(t0);
-  if (options.device_broadcast) GRIDFEED_RETURN_IF_ERROR(OpenDevicePath(im));
-  im.keeps_records = g.is_reader() && g.first_stage() && g.cp_rank() == 0;
-  if (g.is_reader()) im.worker = std::thread([&im, first = im.next_step] { im.Prefetch(first); });
-  return f;
+  GRIDFEED_RETURN_IF_ERROR(parallel::AgreeOnStatus(g.world(), opened, g.world_rank()));
+  startup.open_seconds = watch.Seconds();
+  return Status::Ok();
 }
 
 // Collective on the world: every rank makes the same two agreements; ranks of stages that
 // receive data also set up their TP group's NCCL communicator in between.
-Status Feeder::OpenDevicePath(Impl& im) {
-  const dist::Grid& g = *im.grid;
-  const bool receives = im.layout.has_inputs || im.layout.has_targets;
+Status Feeder::Impl::OpenDevicePath() {
+  const parallel::Grid& g = *grid;
+  const bool receives = layout.has_inputs || layout.has_targets;
   const auto probe = device::Probe();
   Status local;
   if (!receives) {
@@ -337,27 +264,22 @@ Status Feeder::OpenDevicePath(Impl& im) {
     local = FailedPrecondition("device broadcast asked for, but no GPU is usable (" +
                                probe.cuda_status + ")");
   }
-  GRIDFEED_RETURN_IF_ERROR(dist::AgreeOnStatus(g.world(), local, g.world_rank()));
-  if (!receives) return dist::AgreeOnStatus(g.world(), Status(), g.world_rank());
+  GRIDFEED_RETURN_IF_ERROR(parallel::AgreeOnStatus(g.world(), local, g.world_rank()));
+  if (!receives) return parallel::AgreeOnStatus(g.world(), Status(), g.world_rank());
   // From here on a failure in one TP group must not skip the final world agreement (other
   // groups would wait in it forever), so errors are carried, not returned.
-  std::vector<std::byte> id(128);
+  std::vector<std::byte> id(device::kGroupIdBytes);
   Status made;
   if (g.tp_rank() == 0) {
     auto r = device::TpBroadcast::NewGroupId();
-    if (r.ok()) {
+    if (r.ok() && r->size() == id.size()) {
       id = *r;
     } else {
-      made = r.status();
+      made = r.ok() ? Internal("NCCL group id of unexpected size") : r.status();
     }
   }
-  Status st = dist::BroadcastStatus(g.tp_comm(), 0, made);
-  if (st.ok()) {
-    uint64_t n = id.size();
-    st = dist::MpiStatus(MPI_Bcast(&n, 1, MPI_UINT64_T, 0, g.tp_comm()), "MPI_Bcast");
-    id.resize(n);
-    if (st.ok()) st = dist::BroadcastBytes(g.tp_comm(), 0, id);
-  }
+  Status st = parallel::BroadcastStatus(g.tp_comm(), 0, made);
+  if (st.ok()) st = parallel::BroadcastBytes(g.tp_comm(), 0, id);
   if (st.ok()) {
     // One GPU per rank on a node: the rank's index among the node's ranks (from the launcher).
     int local_rank = 0;
@@ -369,68 +291,164 @@ Status Feeder::OpenDevicePath(Impl& im) {
     }
     auto b = device::TpBroadcast::Create(id.data(), id.size(), g.tp_rank(), g.tp_size(),
                                          local_rank % std::max(1, probe.device_count),
-                                         im.layout.total_bytes);
+                                         layout.total_bytes);
     if (b.ok()) {
-      im.device_bcast = std::move(b).value();
+      device_bcast = std::move(b).value();
     } else {
       st = b.status();
     }
   }
-  return dist::AgreeOnStatus(g.world(), st, g.world_rank());
+  return parallel::AgreeOnStatus(g.world(), st, g.world_rank());
+}
+
+void Feeder::Impl::StartPrefetch() {
+  const parallel::Grid& g = *grid;
+  keeps_records = g.is_reader() && g.first_stage() && g.cp_rank() == 0;
+  if (g.is_reader()) worker = std::thread([this] { Prefetch(); });
+}
+
+void Feeder::Impl::Assemble(const order::StepBatch& batch, std::vector<std::byte>* out,
+                            std::vector<order::SampleRecord>* records) const {
+  const parallel::Grid& g = *grid;
+  const int64_t S = options.data.seq_length;
+  const int64_t cp = g.cp_size();
+  records->clear();
+  out->assign(layout.total_bytes, std::byte{0});
+  order::Sample sample;
+  std::vector<int64_t> tokens, labels, positions;
+  std::vector<float> loss;
+  std::vector<uint8_t> mask;
+  for (size_t k = 0; k < batch.positions.size(); ++k) {
+    const int64_t position = batch.positions[k];
+    order::SampleRecord r = view->Read(split, position, &sample);
+    if (keeps_records) {
+      r.iteration = batch.iteration;
+      r.micro_batch = batch.micro_batch;
+      r.dp_rank = g.dp_rank();
+      records->push_back(r);
+    }
+    const auto i = static_cast<int64_t>(k);
+    layout.Put(out, PayloadLayout::kSampleIndices, i, &position, 1);
+    if (layout.has_inputs) {
+      tokens = order::CpZigzagSlice(sample.tokens, 1, S, 1, cp, g.cp_rank());
+      positions = order::CpZigzagSlice(sample.position_ids, 1, S, 1, cp, g.cp_rank());
+      layout.Put(out, PayloadLayout::kTokens, i, tokens.data(), tokens.size());
+      layout.Put(out, PayloadLayout::kPositionIds, i, positions.data(), positions.size());
+      if (layout.has_mask) {
+        mask = order::CpZigzagSlice(sample.attention_mask, 1, S, S, cp, g.cp_rank());
+        layout.Put(out, PayloadLayout::kAttentionMask, i, mask.data(), mask.size());
+      }
+    }
+    if (layout.has_targets) {
+      labels = order::CpZigzagSlice(sample.labels, 1, S, 1, cp, g.cp_rank());
+      loss = order::CpZigzagSlice(sample.loss_mask, 1, S, 1, cp, g.cp_rank());
+      layout.Put(out, PayloadLayout::kLabels, i, labels.data(), labels.size());
+      layout.Put(out, PayloadLayout::kLossMask, i, loss.data(), loss.size());
+    }
+  }
+}
+
+void Feeder::Impl::Prefetch() {
+  auto walker = schedule->Walk(grid->dp_rank());
+  order::StepBatch batch;
+  while (walker.Next(&batch)) {
+    Prefetched item;
+    Assemble(batch, &item.payload, &item.records);
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] {
+      return stop || static_cast<int64_t>(ready.size()) < options.feed.prefetch_depth;
+    });
+    if (stop) return;
+    ready.push_back(std::move(item));
+    cv.notify_all();
+  }
+}
+
+Feeder::Impl::Prefetched Feeder::Impl::Take() {
+  std::unique_lock lock(mu);
+  cv.wait(lock, [&] { return !ready.empty(); });
+  auto payload = std::move(ready.front());
+  ready.pop_front();
+  cv.notify_all();
+  return payload;
+}
+
+Feeder::Feeder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Feeder::~Feeder() = default;
+
+Result<std::unique_ptr<Feeder>> Feeder::Open(const FeederOptions& options, MPI_Comm comm) {
+  auto im = std::make_unique<Impl>();
+  im->options = options;
+  GRIDFEED_RETURN_IF_ERROR(im->AgreeOnOptions(comm));
+  GRIDFEED_RETURN_IF_ERROR(im->CreateGrid(comm));
+  GRIDFEED_RETURN_IF_ERROR(im->BuildAndShareTables());
+  GRIDFEED_RETURN_IF_ERROR(im->Resume());
+  GRIDFEED_RETURN_IF_ERROR(im->PlanSchedule());
+  GRIDFEED_RETURN_IF_ERROR(im->OpenTokenStores());
+  if (options.feed.device_broadcast) GRIDFEED_RETURN_IF_ERROR(im->OpenDevicePath());
+  im->StartPrefetch();
+  return std::unique_ptr<Feeder>(new Feeder(std::move(im)));
 }
 
 Status Feeder::SaveCheckpoint(const std::string& path, int64_t iteration) const {
   const Impl& im = *impl_;
-  const dist::Grid& g = *im.grid;
+  const parallel::Grid& g = *im.grid;
   Status written;
   if (g.world_rank() == 0) {
     checkpoint::Cursor c;
-    c.fingerprint = fingerprint_;
-    c.canonical_config = canonical_config_;
+    c.fingerprint = im.fingerprint;
+    c.canonical_config = im.canonical;
     c.iteration = iteration;
-    c.consumed_train_samples = consumed_;
-    const auto& split = im.split();
-    c.source_samples.assign(split.mids.size(), 0);
-    const int64_t upto = std::min(consumed_, split.length);
-    if (split.blended) {
-      for (int64_t p = 0; p < upto; ++p) ++c.source_samples[split.dataset_index[p]];
-    } else {
+    c.consumed_train_samples = im.consumed;
+    const auto sources = im.view->Sources(im.split);
+    c.source_samples.assign(sources.size(), 0);
+    const int64_t upto = std::min(im.consumed, im.split_length);
+    if (sources.size() == 1) {
       c.source_samples[0] = upto;
+    } else {
+      for (int64_t p = 0; p < upto; ++p) ++c.source_samples[im.view->SourceOf(im.split, p)];
     }
     for (int64_t n : c.source_samples) c.source_tokens.push_back(n * im.options.data.seq_length);
     c.dp = g.dp_size(), c.tp = g.tp_size(), c.pp = g.pp_size(), c.cp = g.cp_size();
-    c.micro_batch_size = im.options.micro_batch_size;
-    c.global_batch_size = im.options.global_batch_size;
+    c.micro_batch_size = im.options.batch.micro_batch_size;
+    c.global_batch_size = im.options.batch.global_batch_size;
     written = checkpoint::WriteCursor(path, c);
   }
-  return dist::BroadcastStatus(g.world(), 0, written.WithContext("rank 0"));
+  return parallel::BroadcastStatus(g.world(), 0, written.WithContext("rank 0"));
 }
 
-Feeder::~Feeder() = default;
-
-const dist::Grid& Feeder::grid() const { return *impl_->grid; }
-
+int64_t Feeder::consumed_samples() const { return impl_->consumed; }
+const parallel::Grid& Feeder::grid() const { return *impl_->grid; }
+const StartupTimes& Feeder::startup() const { return impl_->startup; }
+int64_t Feeder::split_length() const { return impl_->split_length; }
+int64_t Feeder::resumed_iteration() const { return impl_->resumed_iteration; }
+const std::string& Feeder::fingerprint() const { return impl_->fingerprint; }
+const std::string& Feeder::canonical_config() const { return impl_->canonical; }
+const FeederOptions& Feeder::options() const { return impl_->options; }
 int64_t Feeder::num_microbatches_per_global_batch() const {
-  return impl_->options.global_batch_size / (impl_->options.micro_batch_size * impl_->dp);
+  return impl_->schedule->micro_batches_per_iteration();
 }
-
-size_t Feeder::table_bytes_on_node() const { return impl_->tables->node_bytes(); }
-int Feeder::readers_on_node() const { return impl_->tables->readers_on_node(); }
-int Feeder::num_open_token_files() const { return static_cast<int>(impl_->datasets.size()); }
-bool Feeder::holds_tables() const { return !impl_->tables->image().empty(); }
+size_t Feeder::table_bytes_on_node() const { return impl_->image->node_bytes(); }
+int Feeder::readers_on_node() const { return impl_->image->readers_on_node(); }
+int Feeder::num_open_token_files() const {
+  return impl_->view && impl_->grid->is_reader()
+             ? static_cast<int>(impl_->view->token_stores().size())
+             : 0;
+}
+bool Feeder::holds_tables() const { return !impl_->image->bytes().empty(); }
 
 Result<MicroBatch> Feeder::Next() {
   Impl& im = *impl_;
-  const dist::Grid& g = *im.grid;
-  if (im.next_step >= im.num_steps) {
-    return OutOfRange(std::string("the ") + order::kSplitNames[static_cast<int>(im.options.split)] +
-                      " split is exhausted after " + std::to_string(consumed_) +
-                      " consumed samples (" + std::to_string(split_length_) + " in the split)");
+  const parallel::Grid& g = *im.grid;
+  if (im.next_step >= im.schedule->num_steps()) {
+    return OutOfRange("the " + im.options.feed.split_name + " split is exhausted after " +
+                      std::to_string(im.consumed) + " consumed samples (" +
+                      std::to_string(im.split_length) + " in the split)");
   }
   ++im.next_step;
-  consumed_ += im.options.micro_batch_size * im.dp;
+  im.consumed += im.schedule->samples_per_step();
   MicroBatch mb;
-  mb.micro_batch_size = im.options.micro_batch_size;
+  mb.micro_batch_size = im.options.batch.micro_batch_size;
   mb.seq_length = im.options.data.seq_length;
   mb.local_seq_length = mb.seq_length / g.cp_size();
   if (!im.layout.has_inputs && !im.layout.has_targets) return mb;  // middle stage
@@ -443,7 +461,7 @@ Result<MicroBatch> Feeder::Next() {
     payload.assign(im.layout.total_bytes, std::byte{0});
   }
   if (g.tp_size() > 1) {
-    GRIDFEED_RETURN_IF_ERROR(dist::BroadcastBytes(g.tp_comm(), 0, payload));
+    GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastBytes(g.tp_comm(), 0, payload));
   }
   im.layout.Unpack(payload, &mb);
   return mb;

@@ -2,15 +2,20 @@
 //
 //   auto feeder = gridfeed::feed::Feeder::Open(options, MPI_COMM_WORLD);   // collective
 //   for (...) { auto mb = (*feeder)->Next(); ... }                          // per micro-batch
+//   (*feeder)->SaveCheckpoint(path, iteration);                             // collective
+//   feeder->reset();                                                        // collective
 //
-// Open (collective on `comm`): ranks agree on the options' fingerprint, world rank 0 builds
-// every table and broadcasts it (status first) into node-shared memory of the reader ranks
-// (tp_rank 0 of the first and last pipeline stage), readers open the token files (a failure on
-// any reader is the same error on every rank) and start a prefetch thread.
+// Open (collective on `comm`): ranks agree on every option, world rank 0 builds the data
+// order's tables through its pipeline (order/pipeline.h) and broadcasts their image (status
+// first) into node-shared memory of the reader ranks (tp_rank 0 of the first and last pipeline
+// stage), readers open the token stores (a failure on any reader is the same error on every
+// rank) and start a prefetch thread that reads along the read schedule (order/read_schedule.h).
 // Next (collective on the rank's TP group; no communication on middle pipeline stages):
-// readers hand over the next prefetched micro-batch of their DP rank and broadcast to their
-// TP group what its stage needs; CP ranks get their zigzag chunks. Every rank of the job
-// returns OutOfRange at the same step when the split runs out.
+// readers hand over the next prefetched micro-batch of their DP rank and broadcast to their TP
+// group what its stage needs; CP ranks get their zigzag chunks. Every rank returns OutOfRange
+// at the same step when the split runs out (never with --dataloader-type cyclic).
+// ~Feeder is collective: it frees the node-shared window and the grid's communicators, so every
+// rank destroys its Feeder at the same point of the program (never while unwinding alone).
 // Not thread safe: call from the trainer's thread (the MPI calls happen there).
 #pragma once
 
@@ -18,36 +23,18 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
-#include "gridfeed/config/data_options.h"
+#include "gridfeed/config/options.h"
 #include "gridfeed/core/status.h"
-#include "gridfeed/dist/grid.h"
 #include "gridfeed/order/sample_record.h"
-#include "gridfeed/order/split.h"
+#include "gridfeed/parallel/grid.h"
 
 namespace gridfeed::feed {
 
-struct FeederOptions {
-  config::DataOptions data;
-  dist::GridSizes grid;
-  int64_t micro_batch_size = 1;
-  int64_t global_batch_size = 0;  // 0 = micro_batch_size x DP
-  int64_t consumed_samples = 0;   // start as if resumed here (a global sample count)
-  order::Split split = order::Split::kTrain;
-  int prefetch_depth = 4;  // micro-batches assembled ahead on each reader
-  // TP broadcast on the GPU: TP rank 0 copies the payload to its device asynchronously and
-  // NCCL broadcasts it inside the TP group; MicroBatch::device_payload then holds it on every
-  // TP rank (host fields stay empty). Needs CUDA + NCCL and a GPU per rank; if any rank lacks
-  // one, Open fails the same way everywhere. Off: MPI broadcast of host memory.
-  bool device_broadcast = false;
-  // Resume from a gridfeed checkpoint (HDF5): the cursor replaces consumed_samples. Refused when
-  // the fingerprint differs (the message names the field); a changed DP/TP/PP/CP size is fine
-  // (the cursor is global), a changed global batch size only with allow_batch_size_change.
-  std::string resume_from;
-  bool allow_batch_size_change = false;
-  int testing_fail_open_rank = -1;  // tests only: this world rank fails to open its token files
-};
+// Every option of the job (config/options.h): data, grid, batch, resume, feed, run.
+using FeederOptions = config::JobOptions;
 
 // What one rank receives for one micro-batch. A field is empty when this rank's stage does
 // not get it. Shapes: [mbs, local_seq_length] (attention_mask [mbs, 1, local, seq_length]).
@@ -80,19 +67,24 @@ struct StartupTimes {
 class Feeder {
  public:
   static Result<std::unique_ptr<Feeder>> Open(const FeederOptions& options, MPI_Comm comm);
-  ~Feeder();
+  ~Feeder();  // collective on the communicator given to Open (see above)
+  Feeder(const Feeder&) = delete;
+  Feeder& operator=(const Feeder&) = delete;
 
   Result<MicroBatch> Next();
   // Global samples consumed (the cursor a checkpoint stores), after the last Next().
-  int64_t consumed_samples() const { return consumed_; }
-  const dist::Grid& grid() const;
-  const StartupTimes& startup() const { return startup_; }
+  int64_t consumed_samples() const;
+  const parallel::Grid& grid() const;
+  const StartupTimes& startup() const;
   int64_t num_microbatches_per_global_batch() const;
-  int64_t split_length() const { return split_length_; }
+  // Samples in the split read (its top-level order).
+  int64_t split_length() const;
   // The iteration stored in the checkpoint resumed from (0 for a fresh start).
-  int64_t resumed_iteration() const { return resumed_iteration_; }
-  const std::string& fingerprint() const { return fingerprint_; }
-  const std::string& canonical_config() const { return canonical_config_; }
+  int64_t resumed_iteration() const;
+  const std::string& fingerprint() const;
+  const std::string& canonical_config() const;
+  // The options after resolution (global batch size filled in, DP size set).
+  const FeederOptions& options() const;
   // Collective on the world: world rank 0 writes the cursor (iteration, consumed samples,
   // per-source counts, grid and batch sizes) atomically; every rank returns its status.
   Status SaveCheckpoint(const std::string& path, int64_t iteration) const;
@@ -106,14 +98,8 @@ class Feeder {
 
  private:
   struct Impl;
-  Feeder() = default;
-  static Status OpenDevicePath(Impl& im);
+  explicit Feeder(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
-  int64_t consumed_ = 0;
-  int64_t split_length_ = 0;
-  int64_t resumed_iteration_ = 0;
-  std::string canonical_config_, fingerprint_;
-  StartupTimes startup_;
 };
 
 }  // namespace gridfeed::feed

@@ -1,17 +1,14 @@
 #include "gridfeed/order/dataset_builder.h"
 
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <thread>
 
+#include "gridfeed/core/stopwatch.h"
+#include "gridfeed/order/sample.h"
+
 namespace gridfeed::order {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 struct Job {
   int split;
@@ -82,9 +79,8 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
     return InvalidArgument("no data: give --data-path or --train/valid/test-data-path");
   }
   // Pad id: the NullTokenizer's pad collides with its EOD -> -1 (Megatron warns too).
-  out.pad_id_used = c.pad_id;
+  out.pad_id_used = PadIdUsed(c.pad_id, c.eod_id);
   if (c.pad_id == c.eod_id) {
-    out.pad_id_used = -1;
     out.warnings.push_back("pad id " + std::to_string(c.pad_id) +
                            " equals the EOD id; using pad id -1 like Megatron");
   }
@@ -93,7 +89,7 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
   std::array<std::optional<Blend>, 3> blends;
   std::optional<Blend> blend;
   std::map<std::string, std::shared_ptr<const io::IndexedDataset>> open;
-  auto t0 = Clock::now();
+  Stopwatch t0;
   auto open_all = [&](const Blend& b) -> Status {
     for (const auto& p : b.prefixes) {
       if (open.count(p)) continue;
@@ -112,7 +108,7 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
     GRIDFEED_ASSIGN_OR_RETURN(blend, ParseDataPath(*c.data_path));
     GRIDFEED_RETURN_IF_ERROR(open_all(*blend));
   }
-  out.seconds_open = Since(t0);
+  out.seconds_open = t0.Seconds();
 
   std::string split_text = c.split.value_or("969, 30, 1");
   if (!per_split && !c.split) {
@@ -164,11 +160,11 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
     out.splits[i] = std::move(sd);
   }
 
-  t0 = Clock::now();
+  t0 = Stopwatch();
   GRIDFEED_RETURN_IF_ERROR(BuildMids(out.splits, c));
-  out.seconds_tables = Since(t0);
+  out.seconds_tables = t0.Seconds();
 
-  t0 = Clock::now();
+  t0 = Stopwatch();
   for (int i = 0; i < 3; ++i) {
     if (!out.splits[i]) continue;
     SplitDataset& sd = *out.splits[i];
@@ -215,7 +211,7 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
       }
     }
   }
-  out.seconds_blend = Since(t0);
+  out.seconds_blend = t0.Seconds();
   return out;
 }
 

@@ -54,13 +54,7 @@ struct SplitDataset {
   std::vector<double> weights;  // the BlendedDataset's weights (raw lengths when exhaustive)
   std::optional<int64_t> size;  // none = exhaustive
   BlendTables blend;
-  int64_t length = 0;
-
-  // Which mid-level dataset serves top-level position p, and its position there.
-  std::pair<int, int64_t> Locate(int64_t p) const {
-    if (!blended) return {0, p};
-    return {blend.dataset_index[p], blend.dataset_sample_index[p]};
-  }
+  int64_t length = 0;  // positions are read through order::TableView (table_view.h)
 };
 
 struct BuiltDatasets {

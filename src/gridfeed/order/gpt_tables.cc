@@ -1,21 +1,20 @@
 #include "gridfeed/order/gpt_tables.h"
 
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <span>
 #include <thread>
 
+#include "gridfeed/core/stopwatch.h"
 #include "gridfeed/order/draw_stream.h"
 #include "gridfeed/order/numpy_random.h"
 
 namespace gridfeed::order {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+// Megatron's _get_num_epochs threshold: the last epoch is shuffled separately when it supplies
+// fewer than this share of an epoch's samples.
+constexpr double kSeparateFinalEpochThreshold = 0.80;
 
 // The document index before shuffling: arange(begin, end) once per epoch.
 void FillEpochs(std::vector<int32_t>& out, int64_t begin, int64_t end, int64_t epochs) {
@@ -153,8 +152,8 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   if (E > 1) {
     t.num_samples_sans_final_epoch = ((E - 1) * T - x) / c.seq_length;
     const int64_t from_final = *c.num_samples - t.num_samples_sans_final_epoch;
-    const int64_t threshold =
-        static_cast<int64_t>(0.80 * static_cast<double>(t.num_samples_per_epoch));
+    const int64_t threshold = static_cast<int64_t>(kSeparateFinalEpochThreshold *
+                                                   static_cast<double>(t.num_samples_per_epoch));
     if (from_final < 0 || from_final > t.num_samples_per_epoch + 1) {
       return Internal("separate-final-epoch bounds violated: from_final=" +
                       std::to_string(from_final));
@@ -185,13 +184,13 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   double draw_seconds = 0, shuffle_seconds = 0;
   std::thread drawer([&] {
     NumpyRandomState rng(c.seed);
-    auto t0 = Clock::now();
+    Stopwatch t0;
     for (int64_t epochs : segments) {
       DrawShuffle(static_cast<size_t>(n_seq * epochs), rng, draws);
     }
     draws.Finish();
-    draw_seconds = Since(t0);
-    t0 = Clock::now();
+    draw_seconds = t0.Seconds();
+    t0 = Stopwatch();
     if (t.shuffle_index_is_int64) {
       t.shuffle_index64.reserve(static_cast<size_t>(n));
       FillAndShuffle(t.shuffle_index64, 0, first, rng);
@@ -201,18 +200,18 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
       FillAndShuffle(t.shuffle_index32, 0, first, rng);
       FillAndShuffle(t.shuffle_index32, first, n, rng);
     }
-    shuffle_seconds = Since(t0);
+    shuffle_seconds = t0.Seconds();
   });
 
-  auto t0 = Clock::now();
+  Stopwatch t0;
   size_t at = 0;
   for (int64_t epochs : segments) {
     const size_t len = static_cast<size_t>(n_seq * epochs);
     ApplyShuffle(std::span<int32_t>(t.document_index.data() + at, len), draws);
     at += len;
   }
-  const double doc_seconds = Since(t0);
-  t0 = Clock::now();
+  const double doc_seconds = t0.Seconds();
+  t0 = Stopwatch();
   // The sample index reads lengths at random: from anonymous memory (huge pages) rather than
   // the file mapping, whose 4 KiB pages make every read a TLB miss on large corpora.
   std::vector<int32_t> dense(static_cast<size_t>(n_seq));
@@ -227,7 +226,7 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
                                                  T, c.drop_last, c.add_extra_token, begin);
   }
   std::vector<int32_t>().swap(dense);
-  const double sample_seconds = Since(t0);
+  const double sample_seconds = t0.Seconds();
   drawer.join();
   if (times) {
     times->document_index = std::max(doc_seconds, draw_seconds);

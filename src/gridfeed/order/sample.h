@@ -13,6 +13,10 @@
 
 namespace gridfeed::order {
 
+// The pad id samples use: Megatron's NullTokenizer pad collides with its EOD, and then -1 is
+// used instead (so padding never looks like a document end).
+inline int64_t PadIdUsed(int64_t pad_id, int64_t eod_id) { return pad_id == eod_id ? -1 : pad_id; }
+
 struct SampleOptions {
   int64_t seq_length = 0;
   bool add_extra_token = true;

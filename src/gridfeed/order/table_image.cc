@@ -10,7 +10,11 @@ namespace gridfeed::order {
 namespace {
 
 constexpr char kMagic[8] = {'G', 'F', 'T', 'A', 'B', 'L', 'E', 'S'};
-constexpr uint64_t kVersion = 1;
+constexpr uint64_t kVersion = 2;  // 2: sources carry weights and samples per epoch
+// Header: magic, then u64 version and u64 directory length; the directory follows.
+constexpr size_t kVersionOffset = sizeof(kMagic);
+constexpr size_t kDirLengthOffset = kVersionOffset + 8;
+constexpr size_t kDirectoryOffset = kDirLengthOffset + 8;
 
 size_t Align8(size_t n) { return (n + 7) & ~size_t{7}; }
 
@@ -56,6 +60,9 @@ Result<std::span<const T>> ArrayAt(std::span<const std::byte> data, const nlohma
   if (!where.is_array() || where.size() != 2) {
     return DataLoss(std::string("table image: bad directory entry for ") + name);
   }
+  if (!where[0].is_number_unsigned() || !where[1].is_number_unsigned()) {
+    return DataLoss(std::string("table image: bad directory entry for ") + name);
+  }
   const uint64_t offset = where[0].get<uint64_t>(), count = where[1].get<uint64_t>();
   if (offset % 8 != 0 || offset > data.size() || count > (data.size() - offset) / sizeof(T)) {
     return DataLoss(std::string("table image: array ") + name + " [offset " +
@@ -91,7 +98,10 @@ std::unique_ptr<TableImageWriter> TableImageWriter::Create(BuiltDatasets&& built
     nlohmann::json mids = nlohmann::json::array();
     for (auto& m : sd.mids) {
       auto& t = m.tables;
-      nlohmann::json jm = {{"prefix", m.prefix}, {"begin", m.begin}, {"end", m.end}};
+      nlohmann::json jm = {{"prefix", m.prefix},
+                           {"begin", m.begin},
+                           {"end", m.end},
+                           {"samples_per_epoch", t.num_samples_per_epoch}};
       jm["document_index"] = p.arrays.Add(t.document_index, true);
       if (t.sample_index_is_int64) {
         jm["sample_index64"] = p.arrays.Add(t.sample_index64, true);
@@ -106,14 +116,15 @@ std::unique_ptr<TableImageWriter> TableImageWriter::Create(BuiltDatasets&& built
       mids.push_back(jm);
     }
     js["mids"] = mids;
+    js["weights"] = sd.blended ? nlohmann::json(sd.weights) : nlohmann::json::array();
     if (sd.blended) {
       js["dataset_index"] = p.arrays.Add(sd.blend.dataset_index, true);
       js["dataset_sample_index"] = p.arrays.Add(sd.blend.dataset_sample_index, true);
     }
     splits.push_back(js);
   }
-  p.directory = nlohmann::json({{"splits", splits}, {"pad_id_used", p.built.pad_id_used}}).dump();
-  p.head = Align8(sizeof(kMagic) + 16 + p.directory.size());
+  p.directory = nlohmann::json({{"splits", splits}}).dump();
+  p.head = Align8(kDirectoryOffset + p.directory.size());
   return w;
 }
 
@@ -126,10 +137,11 @@ void TableImageWriter::WriteTo(std::byte* dst) {
   Plan& p = *plan_;
   std::memcpy(dst, kMagic, sizeof(kMagic));
   const uint64_t version = kVersion, dir_len = p.directory.size();
-  std::memcpy(dst + 8, &version, 8);
-  std::memcpy(dst + 16, &dir_len, 8);
-  std::memcpy(dst + 24, p.directory.data(), p.directory.size());
-  std::memset(dst + 24 + p.directory.size(), 0, p.head - 24 - p.directory.size());
+  std::memcpy(dst + kVersionOffset, &version, 8);
+  std::memcpy(dst + kDirLengthOffset, &dir_len, 8);
+  std::memcpy(dst + kDirectoryOffset, p.directory.data(), p.directory.size());
+  const size_t dir_end = kDirectoryOffset + p.directory.size();
+  std::memset(dst + dir_end, 0, p.head - dir_end);
   p.arrays.CopyTo(dst + p.head);
 }
 
@@ -140,75 +152,85 @@ std::vector<std::byte> SerializeTables(BuiltDatasets built) {
   return image;
 }
 
-Result<TableImage> ParseTableImage(std::span<const std::byte> image) {
-  if (image.size() < 24 || std::memcmp(image.data(), kMagic, 8) != 0) {
+Result<TableView> ParseTableImage(std::span<const std::byte> image) {
+  if (image.size() < kDirectoryOffset || std::memcmp(image.data(), kMagic, sizeof(kMagic)) != 0) {
     return DataLoss("table image: bad magic or truncated header");
   }
   uint64_t version, dir_len;
-  std::memcpy(&version, image.data() + 8, 8);
-  std::memcpy(&dir_len, image.data() + 16, 8);
+  std::memcpy(&version, image.data() + kVersionOffset, 8);
+  std::memcpy(&dir_len, image.data() + kDirLengthOffset, 8);
   if (version != kVersion) {
     return DataLoss("table image: version " + std::to_string(version) + ", expected " +
                     std::to_string(kVersion));
   }
-  if (dir_len > image.size() - 24) return DataLoss("table image: directory overflows the image");
-  const size_t head = Align8(24 + dir_len);
+  if (dir_len > image.size() - kDirectoryOffset) {
+    return DataLoss("table image: directory overflows the image");
+  }
+  const size_t head = Align8(kDirectoryOffset + dir_len);
   if (head > image.size()) return DataLoss("table image: truncated");
-  auto dir = nlohmann::json::parse(reinterpret_cast<const char*>(image.data() + 24),
-                                   reinterpret_cast<const char*>(image.data() + 24 + dir_len),
-                                   nullptr, false);
-  if (dir.is_discarded() || !dir.contains("splits") || dir["splits"].size() != 3) {
+  const auto* dir_begin = reinterpret_cast<const char*>(image.data() + kDirectoryOffset);
+  auto dir = nlohmann::json::parse(dir_begin, dir_begin + dir_len, nullptr, false);
+  if (dir.is_discarded() || !dir.is_object() || !dir.contains("splits") ||
+      !dir["splits"].is_array() || dir["splits"].size() != 3) {
     return DataLoss("table image: unreadable directory");
   }
   const auto data = image.subspan(head);
-  TableImage out;
-  out.pad_id_used = dir.value("pad_id_used", int64_t{-1});
-  for (int i = 0; i < 3; ++i) {
-    const auto& js = dir["splits"][i];
-    if (js.is_null()) continue;
-    ImageSplit s;
-    s.blended = js["blended"].get<bool>();
-    s.length = js["length"].get<int64_t>();
-    for (const auto& jm : js["mids"]) {
-      ImageMid m;
-      m.prefix = jm["prefix"].get<std::string>();
-      m.begin = jm["begin"].get<int64_t>();
-      m.end = jm["end"].get<int64_t>();
-      GRIDFEED_ASSIGN_OR_RETURN(m.tables.document_index,
-                                ArrayAt<int32_t>(data, jm["document_index"], "document_index"));
-      if (jm.contains("sample_index64")) {
-        GRIDFEED_ASSIGN_OR_RETURN(m.tables.sample_index64,
-                                  ArrayAt<int64_t>(data, jm["sample_index64"], "sample_index"));
-      } else {
-        GRIDFEED_ASSIGN_OR_RETURN(m.tables.sample_index32,
-                                  ArrayAt<int32_t>(data, jm["sample_index32"], "sample_index"));
+  TableView out;
+  try {
+    for (int i = 0; i < 3; ++i) {
+      const auto& js = dir["splits"][i];
+      if (js.is_null()) continue;
+      SplitView s;
+      s.blended = js.at("blended").get<bool>();
+      s.length = js.at("length").get<int64_t>();
+      s.weights = js.at("weights").get<std::vector<double>>();
+      for (const auto& jm : js.at("mids")) {
+        SourceView m;
+        m.prefix = jm.at("prefix").get<std::string>();
+        m.begin = jm.at("begin").get<int64_t>();
+        m.end = jm.at("end").get<int64_t>();
+        m.samples_per_epoch = jm.at("samples_per_epoch").get<int64_t>();
+        GRIDFEED_ASSIGN_OR_RETURN(
+            m.tables.document_index,
+            ArrayAt<int32_t>(data, jm.at("document_index"), "document_index"));
+        if (jm.contains("sample_index64")) {
+          GRIDFEED_ASSIGN_OR_RETURN(m.tables.sample_index64,
+                                    ArrayAt<int64_t>(data, jm["sample_index64"], "sample_index"));
+        } else {
+          GRIDFEED_ASSIGN_OR_RETURN(
+              m.tables.sample_index32,
+              ArrayAt<int32_t>(data, jm.at("sample_index32"), "sample_index"));
+        }
+        if (jm.contains("shuffle_index64")) {
+          m.tables.shuffle_index_is_int64 = true;
+          GRIDFEED_ASSIGN_OR_RETURN(m.tables.shuffle_index64,
+                                    ArrayAt<int64_t>(data, jm["shuffle_index64"], "shuffle_index"));
+        } else {
+          GRIDFEED_ASSIGN_OR_RETURN(
+              m.tables.shuffle_index32,
+              ArrayAt<uint32_t>(data, jm.at("shuffle_index32"), "shuffle_index"));
+        }
+        if (std::find(out.prefixes.begin(), out.prefixes.end(), m.prefix) == out.prefixes.end()) {
+          out.prefixes.push_back(m.prefix);
+        }
+        s.sources.push_back(std::move(m));
       }
-      if (jm.contains("shuffle_index64")) {
-        m.tables.shuffle_index_is_int64 = true;
-        GRIDFEED_ASSIGN_OR_RETURN(m.tables.shuffle_index64,
-                                  ArrayAt<int64_t>(data, jm["shuffle_index64"], "shuffle_index"));
-      } else {
-        GRIDFEED_ASSIGN_OR_RETURN(m.tables.shuffle_index32,
-                                  ArrayAt<uint32_t>(data, jm["shuffle_index32"], "shuffle_index"));
+      if (s.blended) {
+        GRIDFEED_ASSIGN_OR_RETURN(s.dataset_index,
+                                  ArrayAt<int32_t>(data, js.at("dataset_index"), "dataset_index"));
+        GRIDFEED_ASSIGN_OR_RETURN(
+            s.dataset_sample_index,
+            ArrayAt<int64_t>(data, js.at("dataset_sample_index"), "dataset_sample_index"));
       }
-      if (std::find(out.prefixes.begin(), out.prefixes.end(), m.prefix) == out.prefixes.end()) {
-        out.prefixes.push_back(m.prefix);
-      }
-      s.mids.push_back(std::move(m));
+      out.splits[i] = std::move(s);
     }
-    if (s.blended) {
-      GRIDFEED_ASSIGN_OR_RETURN(s.dataset_index,
-                                ArrayAt<int32_t>(data, js["dataset_index"], "dataset_index"));
-      GRIDFEED_ASSIGN_OR_RETURN(
-          s.dataset_sample_index,
-          ArrayAt<int64_t>(data, js["dataset_sample_index"], "dataset_sample_index"));
-    }
-    out.splits[i] = std::move(s);
+  } catch (const nlohmann::json::exception& e) {
+    return DataLoss(std::string("table image: malformed directory (") + e.what() + ")");
   }
   return out;
 }
 
-uint64_t TableImageDigest(std::span<const std::byte> image) {
+uint64_t ImageDigest(std::span<const std::byte> image) {
   return XXH3_64bits(image.data(), image.size());
 }
 

@@ -1,41 +1,34 @@
-#include "gridfeed/dist/shared_tables.h"
+#include "gridfeed/parallel/shared_image.h"
 
-#include <chrono>
 #include <cstring>
 
-#include "gridfeed/dist/agree.h"
+#include "gridfeed/core/stopwatch.h"
+#include "gridfeed/parallel/agree.h"
 
-namespace gridfeed::dist {
-namespace {
+namespace gridfeed::parallel {
 
-using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-}  // namespace
-
-Result<std::unique_ptr<SharedTables>> SharedTables::BuildAndDistribute(const Grid& grid,
-                                                                       const BuildFn& build,
-                                                                       DistributeTimes* times) {
-  std::unique_ptr<SharedTables> st(new SharedTables());
+Result<std::unique_ptr<SharedImage>> SharedImage::Distribute(const Grid& grid,
+                                                             const MakeProducer& make,
+                                                             Digest digest,
+                                                             DistributeTimes* times) {
+  std::unique_ptr<SharedImage> st(new SharedImage());
   MPI_Comm world = grid.world();
-  auto t0 = Clock::now();
+  Stopwatch watch;
   // 1. Rank 0 builds; everyone learns the outcome from a fixed header first.
-  std::unique_ptr<order::TableImageWriter> writer;
+  ImageProducer producer;
   Status built;
   uint64_t header[2] = {0, 0};  // image size, digest (the digest follows the image)
   if (grid.world_rank() == 0) {
-    auto r = build();
+    auto r = make();
     if (r.ok()) {
-      writer = std::move(r).value();
-      header[0] = writer->size();
+      producer = std::move(r).value();
+      header[0] = producer.size;
     } else {
       built = r.status().WithContext("rank 0 (table build)");
     }
   }
-  if (times) times->build_seconds = Since(t0);
-  t0 = Clock::now();
+  double write_seconds = 0;  // rank 0 writes the image into its window during step 2
+  const double build_seconds = watch.Lap();
   GRIDFEED_RETURN_IF_ERROR(BroadcastStatus(world, 0, built));
   GRIDFEED_RETURN_IF_ERROR(
       MpiStatus(MPI_Bcast(header, 1, MPI_UINT64_T, 0, world), "MPI_Bcast(table header)"));
@@ -69,9 +62,11 @@ Result<std::unique_ptr<SharedTables>> SharedTables::BuildAndDistribute(const Gri
       st->node_bytes_ = header[0];
       if (node_rank == 0) {
         if (grid.world_rank() == 0) {
-          writer->WriteTo(base);
-          writer.reset();
-          header[1] = order::TableImageDigest(std::span<const std::byte>(base, header[0]));
+          Stopwatch write;
+          producer.write(base);
+          producer = ImageProducer();  // frees what the producer still holds
+          write_seconds = write.Seconds();
+          header[1] = digest(std::span<const std::byte>(base, header[0]));
         }
         local = BroadcastBytes(st->leaders_comm_, 0, std::span<std::byte>(base, header[0]));
         if (local.ok()) {
@@ -79,34 +74,28 @@ Result<std::unique_ptr<SharedTables>> SharedTables::BuildAndDistribute(const Gri
                             "MPI_Bcast(table digest)");
         }
         // The node's readers share this copy, so its leader's check covers them all.
-        if (local.ok() &&
-            order::TableImageDigest(std::span<const std::byte>(base, header[0])) != header[1]) {
-          local = DataLoss("table image digest mismatch after broadcast on " + grid.Describe());
+        if (local.ok() && digest(std::span<const std::byte>(base, header[0])) != header[1]) {
+          local = DataLoss("image digest mismatch after the broadcast on " + grid.Describe());
         }
       }
       MPI_Barrier(st->node_comm_);  // peers read only after the leader filled the window
       MPI_Bcast(&header[1], 1, MPI_UINT64_T, 0, st->node_comm_);
       st->digest_ = header[1];
-      st->image_ = std::span<const std::byte>(base, header[0]);
-    }
-    if (local.ok()) {
-      auto parsed = order::ParseTableImage(st->image_);
-      if (parsed.ok()) {
-        st->tables_ = std::move(parsed).value();
-      } else {
-        local = parsed.status();
-      }
+      st->bytes_ = std::span<const std::byte>(base, header[0]);
     }
   }
   GRIDFEED_RETURN_IF_ERROR(AgreeOnStatus(world, local, grid.world_rank()));
-  if (times) times->broadcast_seconds = Since(t0);
+  if (times) {
+    times->build_seconds = build_seconds + write_seconds;
+    times->broadcast_seconds = watch.Lap() - write_seconds;
+  }
   return st;
 }
 
-SharedTables::~SharedTables() {
+SharedImage::~SharedImage() {
   if (window_ != MPI_WIN_NULL) MPI_Win_free(&window_);
   if (leaders_comm_ != MPI_COMM_NULL) MPI_Comm_free(&leaders_comm_);
   if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);
 }
 
-}  // namespace gridfeed::dist
+}  // namespace gridfeed::parallel

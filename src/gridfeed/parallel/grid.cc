@@ -1,10 +1,12 @@
-#include "gridfeed/dist/grid.h"
+#include "gridfeed/parallel/grid.h"
 
 #include <algorithm>
 #include <sstream>
 #include <vector>
 
-namespace gridfeed::dist {
+#include "gridfeed/core/log.h"
+
+namespace gridfeed::parallel {
 namespace {
 
 std::vector<std::string> SplitOrder(const std::string& order) {
@@ -49,6 +51,7 @@ Result<std::unique_ptr<Grid>> Grid::Create(MPI_Comm comm, const GridSizes& s) {
   MPI_Comm_set_errhandler(g->world_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(g->world_, &g->world_rank_);
   MPI_Comm_size(g->world_, &g->world_size_);
+  log::SetRank(g->world_rank_, g->world_size_);  // library users get rank-tagged lines too
   g->tp_ = s.tensor_model_parallel_size;
   g->pp_ = s.pipeline_model_parallel_size;
   g->cp_ = s.context_parallel_size;
@@ -104,4 +107,4 @@ std::string Grid::Describe() const {
          "/" + std::to_string(pp_) + " cp " + std::to_string(cp_rank_) + "/" + std::to_string(cp_);
 }
 
-}  // namespace gridfeed::dist
+}  // namespace gridfeed::parallel

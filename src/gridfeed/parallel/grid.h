@@ -14,7 +14,7 @@
 
 #include "gridfeed/core/status.h"
 
-namespace gridfeed::dist {
+namespace gridfeed::parallel {
 
 struct GridSizes {
   int tensor_model_parallel_size = 1;
@@ -70,4 +70,4 @@ class Grid {
 bool RankToCoordinates(int rank, const GridSizes& sizes, int dp, int* tp_rank, int* cp_rank,
                        int* dp_rank, int* pp_rank);
 
-}  // namespace gridfeed::dist
+}  // namespace gridfeed::parallel

@@ -1,9 +1,9 @@
-#include "gridfeed/dist/agree.h"
+#include "gridfeed/parallel/agree.h"
 
 #include <algorithm>
 #include <climits>
 
-namespace gridfeed::dist {
+namespace gridfeed::parallel {
 
 Status MpiStatus(int code, const char* call) {
   if (code == MPI_SUCCESS) return Status::Ok();
@@ -60,4 +60,4 @@ Status BroadcastBytes(MPI_Comm comm, int root, std::span<std::byte> bytes) {
   return Status::Ok();
 }
 
-}  // namespace gridfeed::dist
+}  // namespace gridfeed::parallel

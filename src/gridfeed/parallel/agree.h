@@ -11,7 +11,7 @@
 
 #include "gridfeed/core/status.h"
 
-namespace gridfeed::dist {
+namespace gridfeed::parallel {
 
 // Collective on `comm`. Every rank passes its local status; every rank returns the same:
 // OK if all were OK, else the failure of the lowest failing rank, prefixed with "rank R: "
@@ -35,4 +35,4 @@ bool AllEqual(MPI_Comm comm, uint64_t value);
 // MPI error code -> Status naming the call.
 Status MpiStatus(int code, const char* call);
 
-}  // namespace gridfeed::dist
+}  // namespace gridfeed::parallel

@@ -1,0 +1,153 @@
+#include "gridfeed/config/flags.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+namespace gridfeed::config {
+namespace {
+
+bool InGroups(const OptionRow& row, Groups groups) { return groups.Has(row.group); }
+
+Result<int64_t> ParseInt(const std::string& s) {
+  int64_t v = 0;
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, v);
+  if (s.empty() || ec != std::errc() || ptr != end) return InvalidArgument("not an integer");
+  return v;
+}
+
+Result<double> ParseDouble(const std::string& s) {
+  if (s.empty()) return InvalidArgument("not a number");
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || errno == ERANGE) return InvalidArgument("not a number");
+  return v;
+}
+
+// One YAML value into one field.
+Status SetFromYaml(const OptionRow& row, const YAML::Node& v, JobOptions* o) {
+  return std::visit(
+      [&](auto* p) -> Status {
+        using T = std::remove_pointer_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          p->clear();
+          if (v.IsScalar()) {
+            p->push_back(v.Scalar());
+            return Status::Ok();
+          }
+          if (!v.IsSequence()) return InvalidArgument("must be a list of scalars");
+          for (const auto& item : v) {
+            if (!item.IsScalar()) return InvalidArgument("must be a flat list of scalars");
+            p->push_back(item.Scalar());
+          }
+          return Status::Ok();
+        } else {
+          if (!v.IsScalar()) return InvalidArgument("must be a single value");
+          const std::string s = v.Scalar();
+          if constexpr (std::is_same_v<T, bool>) {
+            if (s == "true" || s == "True") {
+              *p = true;
+            } else if (s == "false" || s == "False") {
+              *p = false;
+            } else {
+              return InvalidArgument("must be true or false, got '" + s + "'");
+            }
+          } else if constexpr (std::is_same_v<T, double>) {
+            auto d = ParseDouble(s);
+            if (!d.ok()) return InvalidArgument("must be a number, got '" + s + "'");
+            *p = *d;
+          } else if constexpr (std::is_same_v<T, int64_t>) {
+            auto n = ParseInt(s);
+            if (!n.ok()) return InvalidArgument("must be an integer, got '" + s + "'");
+            *p = *n;
+          } else {
+            *p = s;
+          }
+          return Status::Ok();
+        }
+      },
+      row.field(*o));
+}
+
+}  // namespace
+
+Status ApplyYaml(const std::string& path, Groups groups, JobOptions* o) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return NotFound("no such config file: '" + path + "'");
+  }
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const std::exception& e) {
+    return InvalidArgument("cannot parse YAML '" + path + "': " + e.what());
+  }
+  if (root.IsNull()) return Status::Ok();
+  if (!root.IsMap()) return InvalidArgument("config '" + path + "' is not a mapping of options");
+  for (const auto& kv : root) {
+    if (!kv.first.IsScalar()) return InvalidArgument("config '" + path + "': a key is not a name");
+    const std::string key = kv.first.Scalar();
+    const OptionRow* row = FindRow(key);
+    if (row == nullptr || !InGroups(*row, groups)) {
+      return InvalidArgument("config '" + path + "': unknown key '" + key + "'" +
+                             (row ? " (not an option of this command)" : ""));
+    }
+    if (kv.second.IsNull()) continue;
+    Status st = SetFromYaml(*row, kv.second, o);
+    if (!st.ok()) {
+      return InvalidArgument("config '" + path + "': key '" + key + "' " + st.message());
+    }
+  }
+  return Status::Ok();
+}
+
+OptionFlags::OptionFlags(CLI::App* app, Groups groups) : groups_(groups) {
+  app->add_option("--config", config_path_, "YAML file of the same options (flags override)");
+  const JobOptions defaults;
+  for (const auto& row : OptionTable()) {
+    if (!InGroups(row, groups)) continue;
+    std::string help = row.help;
+    const std::string def = ValueText(row, defaults);
+    CLI::Option* opt = std::visit(
+        [&](auto* p) -> CLI::Option* {
+          using T = std::remove_pointer_t<decltype(p)>;
+          if constexpr (std::is_same_v<T, bool>) {
+            return app->add_flag(row.flag(), *p, help);
+          } else {
+            if (!def.empty() && def != "0" && def != "-1") help += " [default: " + def + "]";
+            CLI::Option* o = app->add_option(row.flag(), *p, help);
+            // A scalar given twice takes the last value (wrappers append overrides).
+            if constexpr (!std::is_same_v<T, std::vector<std::string>>) {
+              o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+            }
+            return o;
+          }
+        },
+        row.field(*cli_));
+    if (row.hidden) opt->group("");
+    options_.emplace_back(&row, opt);
+  }
+}
+
+Result<JobOptions> OptionFlags::ResolveUnchecked() const {
+  JobOptions o;
+  if (!config_path_.empty()) GRIDFEED_RETURN_IF_ERROR(ApplyYaml(config_path_, groups_, &o));
+  for (const auto& [row, option] : options_) {
+    if (option->count() > 0) CopyField(*row, *cli_, &o);
+  }
+  return o;
+}
+
+Result<JobOptions> OptionFlags::Resolve() const {
+  GRIDFEED_ASSIGN_OR_RETURN(JobOptions o, ResolveUnchecked());
+  GRIDFEED_RETURN_IF_ERROR(Validate(o));
+  return o;
+}
+
+}  // namespace gridfeed::config

@@ -1,0 +1,313 @@
+#include "gridfeed/config/options.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace gridfeed::config {
+namespace {
+
+#define GF_FIELD(member) [](JobOptions& o) -> FieldRef { return &o.member; }
+
+const std::vector<OptionRow>& Table() {
+  using G = Group;
+  using C = Canonical;
+  static const std::vector<OptionRow> rows = {
+      // Data: the order (Megatron's flag names).
+      {"data-path", G::kData, C::kAlways, "[W1] PREFIX1 [W2 PREFIX2 ...]",
+       GF_FIELD(data.data_path)},
+      {"train-data-path", G::kData, C::kAlways, "Per-split blend for train",
+       GF_FIELD(data.train_data_path)},
+      {"valid-data-path", G::kData, C::kAlways, "Per-split blend for valid",
+       GF_FIELD(data.valid_data_path)},
+      {"test-data-path", G::kData, C::kAlways, "Per-split blend for test",
+       GF_FIELD(data.test_data_path)},
+      {"split", G::kData, C::kAlways, "Split weights, e.g. 969,30,1 (default: 969, 30, 1)",
+       GF_FIELD(data.split)},
+      {"seq-length", G::kData, C::kAlways, "Sequence length in tokens (required)",
+       GF_FIELD(data.seq_length)},
+      {"seed", G::kData, C::kAlways, "Random seed", GF_FIELD(data.seed)},
+      {"train-samples", G::kData, C::kAlways, "N or none", GF_FIELD(data.train_samples)},
+      {"valid-samples", G::kData, C::kAlways, "N or none", GF_FIELD(data.valid_samples)},
+      {"test-samples", G::kData, C::kAlways, "N or none", GF_FIELD(data.test_samples)},
+      {"vocab-size", G::kData, C::kAlways, "Vocabulary size (0 = unknown)",
+       GF_FIELD(data.vocab_size)},
+      {"eod-id", G::kData, C::kAlways, "End-of-document token id", GF_FIELD(data.eod_id)},
+      {"pad-id", G::kData, C::kAlways, "Pad token id (-1 = none)", GF_FIELD(data.pad_id)},
+      {"reset-position-ids", G::kData, C::kAlways, "Restart positions after EOD",
+       GF_FIELD(data.reset_position_ids)},
+      {"reset-attention-mask", G::kData, C::kAlways, "Mask attention across EOD",
+       GF_FIELD(data.reset_attention_mask)},
+      {"eod-mask-loss", G::kData, C::kAlways, "No loss on EOD input tokens",
+       GF_FIELD(data.eod_mask_loss)},
+      {"create-attention-mask", G::kData, C::kAlways, "Build attention masks",
+       GF_FIELD(data.create_attention_mask)},
+      {"no-add-extra-token", G::kData, C::kAlways, "Samples of seq_length tokens (labels rotated)",
+       GF_FIELD(data.no_add_extra_token)},
+      {"no-drop-last-partial-validation-sequence", G::kData, C::kAlways,
+       "Keep a padded last valid sample", GF_FIELD(data.no_drop_last_partial_validation_sequence)},
+      {"mid-level-dataset-surplus", G::kData, C::kAlways, "Extra samples per blend source",
+       GF_FIELD(data.mid_level_dataset_surplus)},
+      // Megatron's sampler; the first ledger format called it "sampler": "pretraining".
+      {"dataloader-type",
+       G::kData,
+       C::kAlways,
+       "single (each sample once, in order) or cyclic (reshuffled every epoch)",
+       GF_FIELD(data.dataloader_type),
+       {"single", "cyclic"},
+       {"pretraining", "cyclic"},
+       "sampler"},
+      {"no-data-sharding", G::kData, C::kUnlessDefault,
+       "cyclic: one permutation strided over DP ranks instead of a bucket per rank",
+       GF_FIELD(data.no_data_sharding)},
+      // Grid.
+      {"tensor-model-parallel-size", G::kGrid, C::kNo, "TP size",
+       GF_FIELD(grid.tensor_model_parallel_size)},
+      {"pipeline-model-parallel-size", G::kGrid, C::kNo, "PP size",
+       GF_FIELD(grid.pipeline_model_parallel_size)},
+      {"context-parallel-size", G::kGrid, C::kNo, "CP size", GF_FIELD(grid.context_parallel_size)},
+      {"data-parallel-size", G::kGrid, C::kNo,
+       "DP size (0 = world size / (TP x PP x CP); offline tools need it)",
+       GF_FIELD(grid.data_parallel_size)},
+      {"rank-order", G::kGrid, C::kNo, "Megatron's rank order (tp fastest by default)",
+       GF_FIELD(grid.rank_order)},
+      // Batch.
+      {"micro-batch-size", G::kBatch, C::kNo, "Samples per micro-batch per DP rank",
+       GF_FIELD(batch.micro_batch_size)},
+      {"global-batch-size", G::kBatch, C::kNo, "Samples per iteration (0 = micro-batch x DP)",
+       GF_FIELD(batch.global_batch_size)},
+      // Resume.
+      {"resume", G::kResume, C::kNo, "Continue from this gridfeed checkpoint (HDF5)",
+       GF_FIELD(resume.resume_from)},
+      {"allow-batch-size-change", G::kResume, C::kNo,
+       "Resume with another global batch size from the same global sample",
+       GF_FIELD(resume.allow_batch_size_change)},
+      {"consumed-samples", G::kResume, C::kNo, "Start as if resumed at this global sample",
+       GF_FIELD(resume.consumed_samples)},
+      // Feed.
+      {"split-name",
+       G::kSplitName,
+       C::kNo,
+       "The split to read: train, valid or test",
+       GF_FIELD(feed.split_name),
+       {"train", "valid", "test"}},
+      {"prefetch-depth", G::kFeed, C::kNo, "Micro-batches assembled ahead on each reader",
+       GF_FIELD(feed.prefetch_depth)},
+      {"device-broadcast", G::kFeed, C::kNo, "TP broadcast from GPU memory over NCCL",
+       GF_FIELD(feed.device_broadcast)},
+      {"testing-fail-open-rank",
+       G::kFeed,
+       C::kNo,
+       "tests only",
+       GF_FIELD(feed.testing_fail_open_rank),
+       {},
+       {},
+       nullptr,
+       true},
+      // Run.
+      {"train-iters", G::kRun, C::kNo, "Iterations to run", GF_FIELD(run.train_iters)},
+      {"save-interval", G::kRun, C::kNo, "Iterations between checkpoints (0 = at the end only)",
+       GF_FIELD(run.save_interval)},
+      {"ledger", G::kRun, C::kNo, "Append one record per sample to DIR/dp<r>.tsv",
+       GF_FIELD(run.ledger)},
+  };
+  return rows;
+}
+
+#undef GF_FIELD
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
+  return s;
+}
+
+template <typename T>
+T& At(const OptionRow& row, const JobOptions& o) {
+  return *std::get<T*>(Get(row, o));
+}
+
+Status Range(const char* flag, int64_t v, int64_t lo, int64_t hi, const char* what) {
+  if (v < lo || v > hi) {
+    return InvalidArgument(std::string("--") + flag + " must be " + what + ", got " +
+                           std::to_string(v));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::span<const OptionRow> OptionTable() { return Table(); }
+
+const OptionRow* FindRow(const std::string& name) {
+  for (const auto& r : Table()) {
+    if (name == r.name) return &r;
+  }
+  return nullptr;
+}
+
+FieldRef Get(const OptionRow& row, const JobOptions& o) {
+  return row.field(const_cast<JobOptions&>(o));  // read-only use by the callers
+}
+
+std::string ValueText(const OptionRow& row, const JobOptions& o) {
+  return std::visit(
+      [](auto* p) -> std::string {
+        using T = std::remove_pointer_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          return *p;
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          return Join(*p);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          return *p ? "true" : "false";
+        } else if constexpr (std::is_same_v<T, double>) {
+          return nlohmann::json(*p).dump();
+        } else {
+          return std::to_string(*p);
+        }
+      },
+      Get(row, o));
+}
+
+bool SameValue(const OptionRow& row, const JobOptions& a, const JobOptions& b) {
+  return std::visit(
+      [&](auto* pa) {
+        using P = decltype(pa);
+        const auto* pb = std::get<P>(Get(row, b));
+        if constexpr (std::is_same_v<P, double*>) {  // NaN equals NaN here (same text)
+          return std::memcmp(pa, pb, sizeof(double)) == 0;
+        } else {
+          return *pa == *pb;
+        }
+      },
+      Get(row, a));
+}
+
+void CopyField(const OptionRow& row, const JobOptions& from, JobOptions* to) {
+  std::visit([&](auto* dst) { *dst = *std::get<decltype(dst)>(Get(row, from)); }, row.field(*to));
+}
+
+Result<int64_t> ParseSampleCount(const std::string& flag, const std::string& value) {
+  if (value == "none" || value == "None") return int64_t{-1};
+  int64_t n = 0;
+  const char* end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(value.data(), end, n);
+  if (value.empty() || ec != std::errc() || ptr != end || n < 0) {
+    return InvalidArgument(flag + " must be a non-negative integer (below 2^63) or 'none', got '" +
+                           value + "'");
+  }
+  return n;
+}
+
+Status Validate(const JobOptions& o) {
+  for (const auto& row : Table()) {
+    if (row.choices.empty()) continue;
+    const std::string& v = At<std::string>(row, o);
+    if (std::find(row.choices.begin(), row.choices.end(), v) == row.choices.end()) {
+      return InvalidArgument(row.flag() + " must be one of " + Join(row.choices) + ", got '" + v +
+                             "'");
+    }
+  }
+  const auto& d = o.data;
+  if (d.seq_length <= 0) return InvalidArgument("--seq-length must be given and positive");
+  GRIDFEED_RETURN_IF_ERROR(Range("seq-length", d.seq_length, 1, int64_t{1} << 40, "in [1, 2^40]"));
+  GRIDFEED_RETURN_IF_ERROR(Range("seed", d.seed, 0, 0xffffffffLL, "in [0, 2^32)"));
+  const std::pair<const char*, const std::string*> counts[] = {
+      {"--train-samples", &d.train_samples},
+      {"--valid-samples", &d.valid_samples},
+      {"--test-samples", &d.test_samples}};
+  for (const auto& [flag, value] : counts) {
+    GRIDFEED_ASSIGN_OR_RETURN(int64_t n, ParseSampleCount(flag, *value));
+    // Tokens a split needs (n * seq_length + 1) must fit in int64.
+    if (n > 0 && n > (std::numeric_limits<int64_t>::max() - 1) / d.seq_length) {
+      return InvalidArgument(std::string(flag) + " " + *value + " x --seq-length " +
+                             std::to_string(d.seq_length) + " overflows a 64-bit token count");
+    }
+  }
+  GRIDFEED_RETURN_IF_ERROR(Range("vocab-size", d.vocab_size, 0, int64_t{1} << 40, ">= 0"));
+  GRIDFEED_RETURN_IF_ERROR(Range("eod-id", d.eod_id, 0, int64_t{1} << 40, ">= 0"));
+  GRIDFEED_RETURN_IF_ERROR(Range("pad-id", d.pad_id, -1, int64_t{1} << 40, ">= -1"));
+  if (!std::isfinite(d.mid_level_dataset_surplus) || d.mid_level_dataset_surplus < 0) {
+    return InvalidArgument("--mid-level-dataset-surplus must be finite and >= 0, got " +
+                           nlohmann::json(d.mid_level_dataset_surplus).dump());
+  }
+  const auto& g = o.grid;
+  constexpr int64_t kMaxRanks = int64_t{1} << 24;
+  GRIDFEED_RETURN_IF_ERROR(
+      Range("tensor-model-parallel-size", g.tensor_model_parallel_size, 1, kMaxRanks, ">= 1"));
+  GRIDFEED_RETURN_IF_ERROR(
+      Range("pipeline-model-parallel-size", g.pipeline_model_parallel_size, 1, kMaxRanks, ">= 1"));
+  GRIDFEED_RETURN_IF_ERROR(
+      Range("context-parallel-size", g.context_parallel_size, 1, kMaxRanks, ">= 1"));
+  GRIDFEED_RETURN_IF_ERROR(Range("data-parallel-size", g.data_parallel_size, 0, kMaxRanks, ">= 0"));
+  const int64_t cp = g.context_parallel_size;
+  if (cp > 1 && d.seq_length % (2 * cp) != 0) {
+    return InvalidArgument(
+        "--seq-length " + std::to_string(d.seq_length) +
+        " must be divisible by 2 x --context-parallel-size = " + std::to_string(2 * cp));
+  }
+  constexpr int64_t kMaxBatch = int64_t{1} << 40;
+  GRIDFEED_RETURN_IF_ERROR(
+      Range("micro-batch-size", o.batch.micro_batch_size, 1, kMaxBatch, "in [1, 2^40]"));
+  GRIDFEED_RETURN_IF_ERROR(
+      Range("global-batch-size", o.batch.global_batch_size, 0, kMaxBatch, "in [0, 2^40]"));
+  GRIDFEED_RETURN_IF_ERROR(Range("consumed-samples", o.resume.consumed_samples, 0,
+                                 std::numeric_limits<int64_t>::max() / 2, ">= 0"));
+  GRIDFEED_RETURN_IF_ERROR(
+      Range("prefetch-depth", o.feed.prefetch_depth, 1, 1 << 16, "in [1, 65536]"));
+  GRIDFEED_RETURN_IF_ERROR(Range("train-iters", o.run.train_iters, 0, kMaxBatch, "in [0, 2^40]"));
+  GRIDFEED_RETURN_IF_ERROR(Range("save-interval", o.run.save_interval, 0, kMaxBatch, ">= 0"));
+  return Status::Ok();
+}
+
+Result<int64_t> ValidateGrid(const JobOptions& o, int64_t world_size) {
+  GRIDFEED_RETURN_IF_ERROR(Validate(o));
+  const auto& g = o.grid;
+  const int64_t model =
+      g.tensor_model_parallel_size * g.pipeline_model_parallel_size * g.context_parallel_size;
+  if (world_size <= 0 || model > world_size || world_size % model != 0) {
+    return InvalidArgument("world size " + std::to_string(world_size) +
+                           " is not divisible by --tensor-model-parallel-size x "
+                           "--pipeline-model-parallel-size x --context-parallel-size = " +
+                           std::to_string(model));
+  }
+  const int64_t dp = world_size / model;
+  if (g.data_parallel_size != 0 && g.data_parallel_size != dp) {
+    return InvalidArgument("--data-parallel-size " + std::to_string(g.data_parallel_size) +
+                           " does not match world size / (TP x PP x CP) = " + std::to_string(dp));
+  }
+  const int64_t mbs = o.batch.micro_batch_size;
+  const int64_t step = mbs * dp;  // both below 2^40 and 2^24: no overflow
+  const int64_t gbs = o.batch.global_batch_size ? o.batch.global_batch_size : step;
+  if (gbs % step != 0) {
+    return InvalidArgument("--global-batch-size " + std::to_string(gbs) +
+                           " is not a multiple of --micro-batch-size x DP = " +
+                           std::to_string(mbs) + " x " + std::to_string(dp));
+  }
+  return dp;
+}
+
+std::string AgreementText(const JobOptions& o) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& row : Table()) j[row.name] = ValueText(row, o);
+  return j.dump();
+}
+
+std::string DescribeDifference(const std::string& reference, const JobOptions& o) {
+  const nlohmann::json ref = nlohmann::json::parse(reference, nullptr, false);
+  for (const auto& row : Table()) {
+    const std::string mine = ValueText(row, o);
+    if (!ref.is_object() || !ref.contains(row.name) || !ref[row.name].is_string()) {
+      return row.flag() + " is '" + mine + "' here, absent in the reference";
+    }
+    const std::string theirs = ref[row.name].get<std::string>();
+    if (theirs != mine) {
+      return row.flag() + " is '" + mine + "' here, '" + theirs + "' in the reference";
+    }
+  }
+  return "";
+}
+
+}  // namespace gridfeed::config

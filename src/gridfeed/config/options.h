@@ -1,0 +1,165 @@
+// Every option of a gridfeed job in one structure, and the one table that describes each field
+// once: flag (Megatron's name), YAML key, help, type, default and whether it decides the data
+// order. Command-line and YAML registration (config/flags.h), the canonical text and its exact
+// inverse (config/canonical.h) and validation (Validate below) are all derived from the table,
+// so adding an option is one row here plus the code that consumes it.
+// Values; thread-compatible. Knows nothing of MPI.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "gridfeed/core/status.h"
+
+namespace gridfeed::config {
+
+// What decides the sample order (in the canonical text and the fingerprint). Defaults are
+// Megatron's where Megatron has one.
+struct DataOptions {
+  std::vector<std::string> data_path;  // [W1] P1 [W2 P2 ...]
+  std::vector<std::string> train_data_path;
+  std::vector<std::string> valid_data_path;
+  std::vector<std::string> test_data_path;
+  std::string split;  // empty = Megatron's legacy "969, 30, 1"
+  int64_t seq_length = 0;
+  int64_t seed = 1234;
+  std::string train_samples = "none";  // N or "none" (one epoch / exhaustive)
+  std::string valid_samples = "none";
+  std::string test_samples = "none";
+  int64_t vocab_size = 0;  // informational; 0 = unknown
+  int64_t eod_id = 0;
+  int64_t pad_id = -1;  // -1 = none
+  bool reset_position_ids = false;
+  bool reset_attention_mask = false;
+  bool eod_mask_loss = false;
+  bool create_attention_mask = false;
+  bool no_add_extra_token = false;
+  bool no_drop_last_partial_validation_sequence = false;
+  double mid_level_dataset_surplus = 0.005;
+  std::string dataloader_type = "single";  // single | cyclic (Megatron's samplers)
+  bool no_data_sharding = false;           // cyclic: one permutation for all DP ranks
+};
+
+struct GridOptions {
+  int64_t tensor_model_parallel_size = 1;
+  int64_t pipeline_model_parallel_size = 1;
+  int64_t context_parallel_size = 1;
+  int64_t data_parallel_size = 0;  // 0 = world size / (TP x PP x CP)
+  std::string rank_order = "tp-cp-ep-dp-pp";
+};
+
+struct BatchOptions {
+  int64_t micro_batch_size = 1;
+  int64_t global_batch_size = 0;  // 0 = micro-batch size x DP
+};
+
+struct ResumeOptions {
+  std::string resume_from;  // a gridfeed HDF5 checkpoint
+  bool allow_batch_size_change = false;
+  int64_t consumed_samples = 0;  // start as if resumed here (global samples)
+};
+
+struct FeedOptions {
+  std::string split_name = "train";     // which split a run reads
+  int64_t prefetch_depth = 4;           // micro-batches assembled ahead on each reader
+  bool device_broadcast = false;        // TP broadcast over NCCL from GPU memory
+  int64_t testing_fail_open_rank = -1;  // tests only: this world rank fails to open its stores
+};
+
+// What a training loop (gridfeed run, the toy trainer) does with the feeder.
+struct RunOptions {
+  int64_t train_iters = 10;
+  int64_t save_interval = 0;  // iterations between checkpoints; 0 = only at the end
+  std::string ledger;         // folder of the per-DP-rank ledger files
+};
+
+struct JobOptions {
+  DataOptions data;
+  GridOptions grid;
+  BatchOptions batch;
+  ResumeOptions resume;
+  FeedOptions feed;
+  RunOptions run;
+};
+
+enum class Group : unsigned {
+  kData = 1,
+  kGrid = 2,
+  kBatch = 4,
+  kResume = 8,
+  kFeed = 16,
+  kRun = 32,
+  kSplitName = 64,  // which split a command reads
+};
+// A set of groups, e.g. Groups{Group::kData, Group::kSplitName}.
+class Groups {
+ public:
+  constexpr Groups(std::initializer_list<Group> groups) {
+    for (Group g : groups) bits_ |= static_cast<unsigned>(g);
+  }
+  static constexpr Groups All() {
+    return {Group::kData, Group::kGrid, Group::kBatch,    Group::kResume,
+            Group::kFeed, Group::kRun,  Group::kSplitName};
+  }
+  constexpr bool Has(Group g) const { return (bits_ & static_cast<unsigned>(g)) != 0; }
+
+ private:
+  unsigned bits_ = 0;
+};
+
+// How a field enters the canonical text (the fingerprint of the data order).
+enum class Canonical {
+  kNo,             // does not change the order
+  kAlways,         // always written (fields of the first ledger/checkpoint format)
+  kUnlessDefault,  // written only when set, so older fingerprints stay valid
+};
+
+using FieldRef = std::variant<int64_t*, double*, bool*, std::string*, std::vector<std::string>*>;
+
+struct OptionRow {
+  const char* name;  // flag without "--" = YAML key = canonical key (unless canonical_name)
+  Group group;
+  Canonical canonical;
+  const char* help;
+  FieldRef (*field)(JobOptions&);
+  std::vector<std::string> choices = {};  // allowed values of a string field (empty: any)
+  // Canonical spelling of each choice where it differs (same order as choices; empty: same).
+  std::vector<std::string> canonical_choices = {};
+  const char* canonical_name = nullptr;
+  bool hidden = false;  // testing options: not in --help
+  std::string flag() const { return std::string("--") + name; }
+  const char* key() const { return canonical_name ? canonical_name : name; }
+};
+
+// The table, in help order.
+std::span<const OptionRow> OptionTable();
+// The row named `name` (flag without dashes), or nullptr.
+const OptionRow* FindRow(const std::string& name);
+
+// Reads a field through a row (const access for printing and comparing).
+FieldRef Get(const OptionRow& row, const JobOptions& o);
+// The field's value as text (lists joined by spaces), for messages and --help defaults.
+std::string ValueText(const OptionRow& row, const JobOptions& o);
+bool SameValue(const OptionRow& row, const JobOptions& a, const JobOptions& b);
+// Copies one field from `from` into `to`.
+void CopyField(const OptionRow& row, const JobOptions& from, JobOptions* to);
+
+// Checks that need no world: every number in range (overflow-safe), choices, counts parse.
+// InvalidArgument names the flag.
+Status Validate(const JobOptions& o);
+// Checks against the world size; returns the data-parallel size.
+Result<int64_t> ValidateGrid(const JobOptions& o, int64_t world_size);
+
+// "none" -> -1, else a non-negative integer without overflow. InvalidArgument names the flag.
+Result<int64_t> ParseSampleCount(const std::string& flag, const std::string& value);
+// Every option as text (sorted keys), for the start-up agreement: equal text = equal options.
+std::string AgreementText(const JobOptions& o);
+// The first option whose value in `o` differs from the one `reference` (an AgreementText) holds,
+// as "--seed is 99 here, 1234 in the reference"; empty when none differs.
+std::string DescribeDifference(const std::string& reference, const JobOptions& o);
+
+}  // namespace gridfeed::config

@@ -1,0 +1,226 @@
+#include "gridfeed/order/megatron_pipeline.h"
+
+#include <xxhash.h>
+
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "gridfeed/core/log.h"
+#include "gridfeed/io/mmap_file.h"
+#include "gridfeed/order/table_image.h"
+#include "gridfeed/order/table_view.h"
+
+namespace gridfeed::order {
+namespace {
+
+using Stores = std::map<std::string, std::shared_ptr<const io::IndexedDataset>>;
+
+class MegatronView final : public OrderView {
+ public:
+  MegatronView(TableView view, SampleOptions sample_options, Stores stores)
+      : view_(std::move(view)), sample_options_(sample_options), stores_(std::move(stores)) {
+    Bind();
+  }
+
+  int64_t length(Split split) const override {
+    const auto& s = view_.splits[static_cast<int>(split)];
+    return s ? s->length : 0;
+  }
+  const std::vector<std::string>& token_stores() const override { return view_.prefixes; }
+
+  Status OpenTokenStores() override {
+    for (const auto& prefix : view_.prefixes) {
+      if (stores_.count(prefix)) continue;
+      auto ds = io::IndexedDataset::Open(prefix);
+      if (!ds.ok()) return ds.status();
+      stores_[prefix] = std::make_shared<const io::IndexedDataset>(std::move(ds).value());
+    }
+    Bind();
+    return Status::Ok();
+  }
+
+  SampleRecord Read(Split split, int64_t position, Sample* out) const override {
+    const int i = static_cast<int>(split);
+    const SplitView& s = *view_.splits[i];
+    const auto [k, j] = s.Locate(position);
+    const auto& source = s.sources[k];
+    AssembleSample(*bound_[i][k], source.tables, j, sample_options_, out);
+    return MakeSampleRecord(position, k, j, source.tables, out->tokens);
+  }
+
+  bool is_blend(Split split) const override {
+    const auto& s = view_.splits[static_cast<int>(split)];
+    return s && s->blended;
+  }
+
+  int SourceOf(Split split, int64_t position) const override {
+    return view_.splits[static_cast<int>(split)]->Locate(position).first;
+  }
+
+  std::vector<SourceInfo> Sources(Split split) const override {
+    std::vector<SourceInfo> out;
+    const auto& s = view_.splits[static_cast<int>(split)];
+    if (!s) return out;
+    for (size_t k = 0; k < s->sources.size(); ++k) {
+      out.push_back({s->sources[k].prefix, s->blended ? s->weights[k] : 1.0,
+                     s->sources[k].samples_per_epoch});
+    }
+    return out;
+  }
+
+ private:
+  // Per split and source, the open store (no map lookup per sample).
+  void Bind() {
+    for (int i = 0; i < 3; ++i) {
+      bound_[i].clear();
+      if (!view_.splits[i]) continue;
+      for (const auto& source : view_.splits[i]->sources) {
+        auto it = stores_.find(source.prefix);
+        bound_[i].push_back(it == stores_.end() ? nullptr : it->second.get());
+      }
+    }
+  }
+
+  TableView view_;
+  SampleOptions sample_options_;
+  Stores stores_;
+  std::array<std::vector<const io::IndexedDataset*>, 3> bound_;
+};
+
+class MegatronBuilt final : public BuiltOrder {
+ public:
+  MegatronBuilt(BuiltDatasets built, SampleOptions sample_options)
+      : built_(std::move(built)), sample_options_(sample_options) {
+    Stores stores;
+    for (const auto& split : built_.splits) {
+      if (!split) continue;
+      for (const auto& m : split->mids) stores[m.prefix] = m.dataset;
+    }
+    view_ = std::make_unique<MegatronView>(ViewOf(built_), sample_options_, std::move(stores));
+  }
+
+  std::string DataFacts() const override {
+    nlohmann::json data = nlohmann::json::object();
+    for (const auto& split : built_.splits) {
+      if (!split) continue;
+      for (const auto& m : split->mids) {
+        if (data.contains(m.prefix)) continue;
+        const auto idx = m.dataset->index_bytes();
+        char digest[17];
+        std::snprintf(digest, sizeof(digest), "%016llx",
+                      static_cast<unsigned long long>(XXH3_64bits(idx.data(), idx.size())));
+        auto bin = io::FileSize(m.prefix + ".bin");
+        data[m.prefix] = {{"idx_bytes", idx.size()},
+                          {"bin_bytes", bin.ok() ? static_cast<int64_t>(*bin) : -1},
+                          {"idx_xxh3", digest}};
+      }
+    }
+    return data.dump();
+  }
+
+  OrderView& view() override { return *view_; }
+
+  std::unique_ptr<ImageWriter> TakeImage() override {
+    view_.reset();
+    return TableImageWriter::Create(std::move(built_));
+  }
+
+ private:
+  BuiltDatasets built_;
+  SampleOptions sample_options_;
+  std::unique_ptr<MegatronView> view_;
+};
+
+class MegatronPipeline final : public Pipeline {
+ public:
+  explicit MegatronPipeline(const config::DataOptions& o) : options_(o) {}
+
+  Result<std::unique_ptr<BuiltOrder>> Build() const override {
+    GRIDFEED_ASSIGN_OR_RETURN(BuiltDatasets b, BuildMegatronDatasets(options_));
+    return std::unique_ptr<BuiltOrder>(
+        std::make_unique<MegatronBuilt>(std::move(b), MegatronSampleOptions(options_)));
+  }
+
+  Result<std::unique_ptr<OrderView>> ViewImage(std::span<const std::byte> image) const override {
+    GRIDFEED_ASSIGN_OR_RETURN(TableView view, ParseTableImage(image));
+    return std::unique_ptr<OrderView>(
+        std::make_unique<MegatronView>(std::move(view), MegatronSampleOptions(options_), Stores{}));
+  }
+
+ private:
+  config::DataOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Pipeline> MakeMegatronPipeline(const config::DataOptions& options) {
+  return std::make_unique<MegatronPipeline>(options);
+}
+
+Result<std::unique_ptr<Pipeline>> Pipeline::For(const config::DataOptions& options) {
+  return MakeMegatronPipeline(options);
+}
+
+Result<DatasetConfig> MegatronDatasetConfig(const config::DataOptions& o) {
+  DatasetConfig c;
+  if (!o.data_path.empty()) c.data_path = o.data_path;
+  if (!o.train_data_path.empty()) c.split_paths[0] = o.train_data_path;
+  if (!o.valid_data_path.empty()) c.split_paths[1] = o.valid_data_path;
+  if (!o.test_data_path.empty()) c.split_paths[2] = o.test_data_path;
+  if (!o.split.empty()) c.split = o.split;
+  const char* names[3] = {"--train-samples", "--valid-samples", "--test-samples"};
+  const std::string* values[3] = {&o.train_samples, &o.valid_samples, &o.test_samples};
+  for (int i = 0; i < 3; ++i) {
+    GRIDFEED_ASSIGN_OR_RETURN(int64_t n, config::ParseSampleCount(names[i], *values[i]));
+    if (n >= 0) c.sizes[i] = n;
+  }
+  c.seed = static_cast<uint32_t>(o.seed);  // range checked by config::Validate
+  c.seq_length = o.seq_length;
+  c.eod_id = o.eod_id;
+  c.pad_id = o.pad_id;
+  c.add_extra_token = !o.no_add_extra_token;
+  c.drop_last_partial_validation_sequence = !o.no_drop_last_partial_validation_sequence;
+  c.mid_level_dataset_surplus = o.mid_level_dataset_surplus;
+  return c;
+}
+
+SampleOptions MegatronSampleOptions(const config::DataOptions& o) {
+  SampleOptions s;
+  s.seq_length = o.seq_length;
+  s.add_extra_token = !o.no_add_extra_token;
+  s.eod_id = o.eod_id;
+  s.pad_id = PadIdUsed(o.pad_id, o.eod_id);
+  s.reset_position_ids = o.reset_position_ids;
+  s.reset_attention_mask = o.reset_attention_mask;
+  s.eod_mask_loss = o.eod_mask_loss;
+  s.create_attention_mask = o.create_attention_mask;
+  return s;
+}
+
+Result<BuiltDatasets> BuildMegatronDatasets(const config::DataOptions& o) {
+  config::JobOptions job;
+  job.data = o;
+  GRIDFEED_RETURN_IF_ERROR(config::Validate(job));
+  GRIDFEED_ASSIGN_OR_RETURN(DatasetConfig c, MegatronDatasetConfig(o));
+  GRIDFEED_ASSIGN_OR_RETURN(BuiltDatasets b, BuildDatasets(c));
+  for (const auto& w : b.warnings) log::Warn(w);
+  double doc = 0, sample = 0, shuffle = 0;
+  for (const auto& s : b.splits) {
+    if (!s) continue;
+    for (const auto& m : s->mids) {
+      doc += m.times.document_index;
+      sample += m.times.sample_index;
+      shuffle += m.times.shuffle_index;
+    }
+  }
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "tables built: open %.3f s, tables %.3f s (document_index %.3f, sample_index %.3f, "
+                "shuffle_index %.3f, summed over datasets), blend %.3f s",
+                b.seconds_open, b.seconds_tables, doc, sample, shuffle, b.seconds_blend);
+  log::Info(line);
+  return b;
+}
+
+}  // namespace gridfeed::order

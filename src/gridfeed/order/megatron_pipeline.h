@@ -1,0 +1,26 @@
+// Megatron-Core's GPT data order as a Pipeline (order/pipeline.h): the options' Megatron flags
+// -> BlendedMegatronDatasetBuilder's tables (dataset_builder.h) -> a table image
+// (table_image.h) -> samples as GPTDataset.__getitem__ assembles them (sample.h), located
+// through the one table view (table_view.h). Thread safe where pipeline.h says so.
+#pragma once
+
+#include <memory>
+
+#include "gridfeed/config/options.h"
+#include "gridfeed/core/status.h"
+#include "gridfeed/order/dataset_builder.h"
+#include "gridfeed/order/pipeline.h"
+#include "gridfeed/order/sample.h"
+
+namespace gridfeed::order {
+
+std::unique_ptr<Pipeline> MakeMegatronPipeline(const config::DataOptions& options);
+
+// The builder's configuration for these options. InvalidArgument names the flag.
+Result<DatasetConfig> MegatronDatasetConfig(const config::DataOptions& o);
+// How samples are assembled (the pad id after Megatron's pad/EOD collision rule).
+SampleOptions MegatronSampleOptions(const config::DataOptions& o);
+// Builds every table (logs warnings and phase times): what `gridfeed tables` writes out.
+Result<BuiltDatasets> BuildMegatronDatasets(const config::DataOptions& o);
+
+}  // namespace gridfeed::order

@@ -1,0 +1,82 @@
+// The pipeline seam: a data order is an implementation of Pipeline (options + token stores ->
+// tables -> image) and OrderView (image or tables + position -> sample and record). Megatron's
+// order is one (megatron_pipeline.h); OLMo's global order and scheduled mixtures plug in here
+// without touching feed/, parallel/, checkpoint/ or audit/, which see only these interfaces.
+//
+// Who calls what: world rank 0 (and offline tools) Build() in process; the feeder writes the
+// built tables' image into the broadcast memory and every reader ViewImage()s it; offline tools
+// use the built tables' view directly. Every rank derives anything else from the options.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gridfeed/config/options.h"
+#include "gridfeed/core/status.h"
+#include "gridfeed/order/image_writer.h"
+#include "gridfeed/order/sample.h"
+#include "gridfeed/order/sample_record.h"
+#include "gridfeed/order/split.h"
+
+namespace gridfeed::order {
+
+// A source of a split's samples (a blend component), for accounting.
+struct SourceInfo {
+  std::string name;               // e.g. the data prefix
+  double weight = 1;              // target share
+  int64_t samples_per_epoch = 0;  // one pass over the source's share of the split
+};
+
+// What a rank knows of a data order. Const methods are thread safe (the prefetch thread reads
+// while the trainer's thread asks for lengths).
+class OrderView {
+ public:
+  virtual ~OrderView() = default;
+  // Samples in the split's top-level order; 0 when the split is absent.
+  virtual int64_t length(Split split) const = 0;
+  // Token stores a reader needs open, as the options name them.
+  virtual const std::vector<std::string>& token_stores() const = 0;
+  // Opens every token store not open yet (views over tables built in process have them open).
+  virtual Status OpenTokenStores() = 0;
+  // Assembles sample `position` of `split` into `out` and returns what it is (iteration,
+  // micro-batch and DP rank are left for the caller). REQUIRES: 0 <= position < length(split)
+  // and the token stores open.
+  virtual SampleRecord Read(Split split, int64_t position, Sample* out) const = 0;
+  // Whether the split's positions are spread over sources by a blend table (also with one
+  // weighted source).
+  virtual bool is_blend(Split split) const = 0;
+  // The source serving `position` (0 without a blend), and every source of the split.
+  virtual int SourceOf(Split split, int64_t position) const = 0;
+  virtual std::vector<SourceInfo> Sources(Split split) const = 0;
+};
+
+// Tables built in process (world rank 0, offline tools).
+class BuiltOrder {
+ public:
+  virtual ~BuiltOrder() = default;
+  // JSON facts about the data the build read (sizes and digests of the token files): part of
+  // the canonical text, so a changed file changes the fingerprint.
+  virtual std::string DataFacts() const = 0;
+  // A view over these tables, with their token stores open. Valid while this object lives and
+  // until TakeImage().
+  virtual OrderView& view() = 0;
+  // Moves the tables into an image writer, which frees each table once written.
+  virtual std::unique_ptr<ImageWriter> TakeImage() = 0;
+};
+
+class Pipeline {
+ public:
+  // The pipeline these options select (Megatron's today). Options are validated already.
+  static Result<std::unique_ptr<Pipeline>> For(const config::DataOptions& options);
+  virtual ~Pipeline() = default;
+  // Builds every table from the token stores (relative paths from the working directory).
+  virtual Result<std::unique_ptr<BuiltOrder>> Build() const = 0;
+  // A view into `image` (from this pipeline's ImageWriter), which must outlive it. DataLoss for
+  // a damaged image. The token stores are not open yet.
+  virtual Result<std::unique_ptr<OrderView>> ViewImage(std::span<const std::byte> image) const = 0;
+};
+
+}  // namespace gridfeed::order

@@ -1,0 +1,65 @@
+// An opaque byte image produced once on world rank 0 and handed out over MPI into node-shared
+// memory of the reader ranks: a fixed header first ({status, size}) to every rank, then the
+// bytes to one leader per node, which checks the producer's digest; the node's other readers
+// map the same MPI shared-memory window, so memory per node does not grow with its ranks.
+// What the bytes mean is the producer's business (order/'s table image); nothing is written to
+// a file.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+
+#include "gridfeed/core/status.h"
+#include "gridfeed/parallel/grid.h"
+
+namespace gridfeed::parallel {
+
+// What rank 0 hands over: the image size, and a function that writes it (once) into memory of
+// that size (8-byte aligned).
+struct ImageProducer {
+  size_t size = 0;
+  std::function<void(std::byte* dst)> write;
+};
+
+struct DistributeTimes {
+  double build_seconds = 0;      // rank 0's build (the producer's creation) + writing the image
+  double broadcast_seconds = 0;  // header + image to the node leaders, digest checks
+};
+
+class SharedImage {
+ public:
+  using MakeProducer = std::function<Result<ImageProducer>()>;
+  using Digest = uint64_t (*)(std::span<const std::byte>);
+
+  // Collective on grid.world(). `make` runs on world rank 0 only; `digest` on each node leader.
+  // Every rank returns the same status: rank 0's error ("rank 0 (table build): ..."), or a
+  // digest mismatch or MPI failure on any reader.
+  static Result<std::unique_ptr<SharedImage>> Distribute(const Grid& grid, const MakeProducer& make,
+                                                         Digest digest, DistributeTimes* times);
+  // Frees the window: collective over the readers of the node (all readers destroy together,
+  // never while one of them unwinds alone).
+  ~SharedImage();
+
+  // The image on readers; empty elsewhere.
+  std::span<const std::byte> bytes() const { return bytes_; }
+  uint64_t digest() const { return digest_; }
+  // Bytes this node holds for the job (the window; 0 off the readers).
+  size_t node_bytes() const { return node_bytes_; }
+  int readers_on_node() const { return readers_on_node_; }
+
+ private:
+  SharedImage() = default;
+  MPI_Comm node_comm_ = MPI_COMM_NULL;
+  MPI_Comm leaders_comm_ = MPI_COMM_NULL;
+  MPI_Win window_ = MPI_WIN_NULL;
+  std::span<const std::byte> bytes_;
+  uint64_t digest_ = 0;
+  size_t node_bytes_ = 0;
+  int readers_on_node_ = 0;
+};
+
+}  // namespace gridfeed::parallel
