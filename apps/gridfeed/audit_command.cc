@@ -43,24 +43,35 @@ Result<std::pair<int64_t, int64_t>> ParseSteps(const std::string& s) {
   return std::pair<int64_t, int64_t>(a, b);
 }
 
-Status RunReplay(const AuditArgs& a, const config::OptionFlags& flags) {
+// The replay a command line asks for: a ledger's own schedules (its segments), or the data
+// options and batch geometry given as flags (which override the ledger's geometry).
+Result<std::unique_ptr<audit::Replay>> MakeReplay(const AuditArgs& a,
+                                                  const config::OptionFlags& flags) {
   GRIDFEED_ASSIGN_OR_RETURN(config::JobOptions o, flags.ResolveUnchecked());
   if (!a.ledger.empty()) {
     GRIDFEED_ASSIGN_OR_RETURN(auto ledger, audit::ReadLedger(a.ledger));
+    if (o.grid.data_parallel_size == 0) return audit::Replay::ForLedger(ledger);
     GRIDFEED_ASSIGN_OR_RETURN(o.data, config::FromCanonical(ledger.canonical_config));
   }
   GRIDFEED_RETURN_IF_ERROR(config::Validate(o));
-  const int64_t dp = o.grid.data_parallel_size;
-  if (dp < 1) return InvalidArgument("--data-parallel-size must be given (the run's DP size)");
+  if (o.grid.data_parallel_size < 1) {
+    return InvalidArgument("--data-parallel-size must be given (the run's DP size)");
+  }
+  return audit::Replay::Create(o);
+}
+
+Status RunReplay(const AuditArgs& a, const config::OptionFlags& flags) {
   GRIDFEED_ASSIGN_OR_RETURN(auto steps, ParseSteps(a.steps));
-  GRIDFEED_ASSIGN_OR_RETURN(auto replay, audit::Replay::Create(o));
-  const int64_t mbs = o.batch.micro_batch_size;
+  GRIDFEED_ASSIGN_OR_RETURN(auto replay, MakeReplay(a, flags));
+  const int64_t dp = replay->max_dp_size();
   if (a.out.empty()) std::printf("%s\n", audit::kLedgerColumns);
   for (int64_t r = 0; r < dp; ++r) {
     const auto batches = replay->Batches(steps.first, steps.second, r);
     std::string tsv = std::string(audit::kLedgerColumns) + "\n";
     std::vector<int64_t> flat;
+    bool uniform = true;  // every micro-batch of the same size: a [micro-batches, mbs] array
     for (const auto& b : batches) {
+      uniform = uniform && b.positions.size() == batches.front().positions.size();
       for (int64_t p : b.positions) {
         flat.push_back(p);
         const std::string line =
@@ -72,8 +83,11 @@ Status RunReplay(const AuditArgs& a, const config::OptionFlags& flags) {
     if (!a.out.empty()) {
       const std::string dir = a.out + "/dp_rank" + std::to_string(r);
       GRIDFEED_RETURN_IF_ERROR(io::MakeDirs(dir));
-      GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(dir + "/sample_indices.npy", flat,
-                                            {static_cast<int64_t>(batches.size()), mbs}));
+      const auto rows = static_cast<int64_t>(batches.size());
+      const std::vector<int64_t> shape =
+          uniform ? std::vector<int64_t>{rows, rows ? static_cast<int64_t>(flat.size()) / rows : 0}
+                  : std::vector<int64_t>{static_cast<int64_t>(flat.size())};
+      GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(dir + "/sample_indices.npy", flat, shape));
       GRIDFEED_RETURN_IF_ERROR(io::WriteStringToFile(dir + "/records.tsv", tsv));
     }
   }
@@ -88,18 +102,22 @@ Status RunVerify(const AuditArgs& a) {
     return DataLoss("ledger '" + a.ledger + "' does not match its configuration after " +
                     std::to_string(report.records) + " records: " + report.first_difference);
   }
+  const char* when = report.schedule_checked
+                         ? "; every record's iteration, micro-batch and DP rank follow the read "
+                           "schedule of its run"
+                         : " (a version-1 ledger: who read when is not recorded)";
   if (!report.exactly_once) {
     std::printf(
         "verify: %lld records match the recomputation from the ledger's own configuration "
-        "(fingerprint %s); cyclic order: positions repeat every epoch, exactly-once does not "
+        "(fingerprint %s)%s; cyclic order: positions repeat every epoch, exactly-once does not "
         "apply\n",
-        static_cast<long long>(report.records), ledger.fingerprint.c_str());
+        static_cast<long long>(report.records), ledger.fingerprint.c_str(), when);
     return Status::Ok();
   }
   std::printf(
       "verify: %lld records match the recomputation from the ledger's own configuration "
-      "(fingerprint %s); global positions [0, %lld) consumed exactly once\n",
-      static_cast<long long>(report.records), ledger.fingerprint.c_str(),
+      "(fingerprint %s)%s; global positions [0, %lld) consumed exactly once\n",
+      static_cast<long long>(report.records), ledger.fingerprint.c_str(), when,
       static_cast<long long>(report.consumed));
   return Status::Ok();
 }

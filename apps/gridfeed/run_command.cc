@@ -133,7 +133,7 @@ Status RunFeeder(const RunArgs& a, const config::OptionFlags& flags) {
     Status opened;
     if (g.is_reader() && g.first_stage() && g.cp_rank() == 0) {
       auto w = audit::LedgerWriter::Open(options.run.ledger, g.dp_rank(), f->fingerprint(),
-                                         f->canonical_config(), f->consumed_samples());
+                                         f->canonical_config(), f->schedule());
       if (w.ok()) {
         ledger = std::move(w).value();
       } else {

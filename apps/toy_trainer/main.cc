@@ -147,7 +147,7 @@ int Run(const Args& a, const config::OptionFlags& flags) {
   std::unique_ptr<audit::LedgerWriter> ledger;
   if (!options.run.ledger.empty() && g.is_reader() && g.first_stage() && g.cp_rank() == 0) {
     auto w = audit::LedgerWriter::Open(options.run.ledger, g.dp_rank(), feeder.fingerprint(),
-                                       feeder.canonical_config(), feeder.consumed_samples());
+                                       feeder.canonical_config(), feeder.schedule());
     if (!w.ok()) Fail(w.status().ToString());
     ledger = std::move(w).value();
   }

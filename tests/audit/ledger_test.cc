@@ -3,10 +3,22 @@
 #include <gtest/gtest.h>
 
 #include "gridfeed/io/file_util.h"
+#include "gridfeed/order/read_schedule.h"
 #include "testing/paths.h"
 
 namespace gridfeed::audit {
 namespace {
+
+// A schedule of 1 sample per micro-batch and 4 per iteration (DP 1), starting at `consumed`.
+order::ReadSchedule Schedule(int64_t consumed, int64_t dp = 1) {
+  order::ScheduleOptions o;
+  o.total_samples = 100;
+  o.micro_batch_size = 1;
+  o.dp_size = dp;
+  o.global_batch_size = 4;
+  o.start_consumed = consumed;
+  return order::ReadSchedule::Create(o).value();
+}
 
 LedgerRecord Rec(int64_t position) {
   LedgerRecord r;
@@ -20,12 +32,12 @@ LedgerRecord Rec(int64_t position) {
 TEST(Ledger, WritesReadsAndAppends) {
   const std::string dir = gridfeed::testing::ScratchDir("ledger");
   {
-    auto w = LedgerWriter::Open(dir, 1, "00ff", "{\"seed\":1}", 0);
+    auto w = LedgerWriter::Open(dir, 1, "00ff", "{\"seed\":1}", Schedule(0));
     ASSERT_TRUE(w.ok()) << w.status().ToString();
     for (int p = 0; p < 3; ++p) ASSERT_TRUE((*w)->Append(Rec(p)).ok());
   }
   {
-    auto w = LedgerWriter::Open(dir, 1, "00ff", "{\"seed\":1}", 3);
+    auto w = LedgerWriter::Open(dir, 1, "00ff", "{\"seed\":1}", Schedule(3));
     ASSERT_TRUE(w.ok());
     ASSERT_TRUE((*w)->Append(Rec(3)).ok());
   }
@@ -33,10 +45,15 @@ TEST(Ledger, WritesReadsAndAppends) {
   ASSERT_TRUE(l.ok()) << l.status().ToString();
   EXPECT_EQ(l->fingerprint, "00ff");
   EXPECT_EQ(l->canonical_config, "{\"seed\":1}");
+  EXPECT_EQ(l->version, 2);
+  ASSERT_EQ(l->segments.size(), 2u);  // one per start
+  EXPECT_EQ(l->segments[1].start_consumed, 3);
+  EXPECT_EQ(l->segments[1].dp_size, 1);
   ASSERT_EQ(l->entries.size(), 4u);
+  EXPECT_EQ(l->entries[3].segment, 1);
   for (int p = 0; p < 4; ++p) EXPECT_EQ(l->entries[p].record, Rec(p));
   // Another fingerprint may not append.
-  auto other = LedgerWriter::Open(dir, 1, "1111", "{}", 4);
+  auto other = LedgerWriter::Open(dir, 1, "1111", "{}", Schedule(4));
   ASSERT_FALSE(other.ok());
   EXPECT_NE(other.status().message().find("fingerprint"), std::string::npos);
 }
@@ -44,7 +61,7 @@ TEST(Ledger, WritesReadsAndAppends) {
 TEST(Ledger, ResumeDropsRecordsPastTheCursorAndTornLines) {
   const std::string dir = gridfeed::testing::ScratchDir("ledger_resume");
   {
-    auto w = LedgerWriter::Open(dir, 0, "00ff", "{}", 0);
+    auto w = LedgerWriter::Open(dir, 0, "00ff", "{}", Schedule(0));
     ASSERT_TRUE(w.ok());
     for (int p = 0; p < 10; ++p) ASSERT_TRUE((*w)->Append(Rec(p)).ok());
   }
@@ -52,7 +69,7 @@ TEST(Ledger, ResumeDropsRecordsPastTheCursorAndTornLines) {
   std::string text = io::ReadFileToString(dir + "/dp0.tsv").value();
   ASSERT_TRUE(io::WriteStringToFile(dir + "/dp0.tsv", text + "2\t3\t0\t1").ok());
   {
-    auto w = LedgerWriter::Open(dir, 0, "00ff", "{}", 6);  // resumed from cursor 6
+    auto w = LedgerWriter::Open(dir, 0, "00ff", "{}", Schedule(6));  // resumed from cursor 6
     ASSERT_TRUE(w.ok());
     ASSERT_TRUE((*w)->Append(Rec(6)).ok());
   }
@@ -60,6 +77,33 @@ TEST(Ledger, ResumeDropsRecordsPastTheCursorAndTornLines) {
   ASSERT_TRUE(l.ok()) << l.status().ToString();
   ASSERT_EQ(l->entries.size(), 7u);
   for (int p = 0; p < 7; ++p) EXPECT_EQ(l->entries[p].record.position, p);
+}
+
+TEST(Ledger, RankZeroTrimsTheFilesOfVanishedDpRanks) {
+  const std::string dir = gridfeed::testing::ScratchDir("ledger_shrink");
+  for (int r = 0; r < 4; ++r) {  // a run at DP 4 read iterations 0..2
+    auto w = LedgerWriter::Open(dir, r, "00ff", "{}", Schedule(0, 4));
+    ASSERT_TRUE(w.ok());
+    for (int it = 0; it < 3; ++it) {
+      LedgerRecord rec = Rec(it * 4 + r);
+      rec.iteration = it;
+      rec.micro_batch = 0;
+      rec.dp_rank = r;
+      ASSERT_TRUE((*w)->Append(rec).ok());
+    }
+  }
+  // Restarted from the checkpoint of iteration 1 at DP 2: dp2/dp3 keep iteration 0 only.
+  auto w = LedgerWriter::Open(dir, 0, "00ff", "{}", Schedule(4, 2));
+  ASSERT_TRUE(w.ok());
+  w->reset();
+  auto l = ReadLedger(dir);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  for (const auto& e : l->entries) {
+    if (e.file_dp_rank >= 2) {
+      EXPECT_EQ(e.record.iteration, 0) << e.file;
+    }
+  }
+  EXPECT_EQ(l->entries.size(), 1u + 3 + 1 + 1);  // dp0 trimmed by its writer; dp1 untouched
 }
 
 TEST(Ledger, MalformedLineIsReported) {

@@ -3,28 +3,76 @@
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "gridfeed/config/canonical.h"
 
 namespace gridfeed::audit {
 
+namespace {
+
+// The options a ledger's configuration text describes (exact inverse of the canonical text).
+Result<config::JobOptions> LedgerOptions(const Ledger& ledger) {
+  config::JobOptions o;
+  GRIDFEED_ASSIGN_OR_RETURN(o.data, config::FromCanonical(ledger.canonical_config));
+  return o;
+}
+
+// Builds the order alone (no schedule yet).
+Result<std::unique_ptr<order::BuiltOrder>> BuildOrder(const config::DataOptions& data) {
+  GRIDFEED_ASSIGN_OR_RETURN(auto pipeline, order::Pipeline::For(data));
+  return pipeline->Build();
+}
+
+}  // namespace
+
+Result<order::ReadSchedule> Replay::ScheduleFor(const order::ScheduleOptions& segment) const {
+  order::ScheduleOptions s = segment;
+  GRIDFEED_ASSIGN_OR_RETURN(s.type, order::ParseDataloaderType(options_.data.dataloader_type));
+  s.total_samples = train_length();
+  s.data_sharding = !options_.data.no_data_sharding;
+  s.drop_last = true;
+  return order::ReadSchedule::Create(s);
+}
+
 Result<std::unique_ptr<Replay>> Replay::Create(const config::JobOptions& options) {
   std::unique_ptr<Replay> r(new Replay());
   r->options_ = options;
-  GRIDFEED_ASSIGN_OR_RETURN(auto pipeline, order::Pipeline::For(options.data));
-  GRIDFEED_ASSIGN_OR_RETURN(r->built_, pipeline->Build());
+  GRIDFEED_ASSIGN_OR_RETURN(r->built_, BuildOrder(options.data));
   r->view_ = &r->built_->view();
   if (r->train_length() == 0) return FailedPrecondition("the train split is empty");
   order::ScheduleOptions s;
-  GRIDFEED_ASSIGN_OR_RETURN(s.type, order::ParseDataloaderType(options.data.dataloader_type));
-  s.total_samples = r->train_length();
   s.micro_batch_size = options.batch.micro_batch_size;
   s.dp_size = std::max<int64_t>(1, options.grid.data_parallel_size);
   s.global_batch_size = options.batch.global_batch_size;
-  s.data_sharding = !options.data.no_data_sharding;
-  GRIDFEED_ASSIGN_OR_RETURN(auto schedule, order::ReadSchedule::Create(s));
-  r->schedule_ = std::make_unique<order::ReadSchedule>(std::move(schedule));
+  GRIDFEED_ASSIGN_OR_RETURN(auto schedule, r->ScheduleFor(s));
+  r->schedules_.push_back(std::make_unique<order::ReadSchedule>(std::move(schedule)));
   return r;
+}
+
+Result<std::unique_ptr<Replay>> Replay::ForLedger(const Ledger& ledger) {
+  if (ledger.segments.empty()) {
+    return InvalidArgument(
+        "the ledger has no segment lines (format version 1): give "
+        "--data-parallel-size, --micro-batch-size and --global-batch-size");
+  }
+  std::unique_ptr<Replay> r(new Replay());
+  GRIDFEED_ASSIGN_OR_RETURN(r->options_, LedgerOptions(ledger));
+  r->options_.batch.micro_batch_size = ledger.segments[0].micro_batch_size;
+  GRIDFEED_ASSIGN_OR_RETURN(r->built_, BuildOrder(r->options_.data));
+  r->view_ = &r->built_->view();
+  if (r->train_length() == 0) return FailedPrecondition("the train split is empty");
+  for (const auto& segment : ledger.segments) {
+    GRIDFEED_ASSIGN_OR_RETURN(auto schedule, r->ScheduleFor(segment));
+    r->schedules_.push_back(std::make_unique<order::ReadSchedule>(std::move(schedule)));
+  }
+  return r;
+}
+
+int64_t Replay::max_dp_size() const {
+  int64_t dp = 1;
+  for (const auto& s : schedules_) dp = std::max(dp, s->options().dp_size);
+  return dp;
 }
 
 order::SampleRecord Replay::Record(int64_t position, int64_t iteration, int64_t micro_batch,
@@ -39,13 +87,23 @@ order::SampleRecord Replay::Record(int64_t position, int64_t iteration, int64_t 
 
 std::vector<order::StepBatch> Replay::Batches(int64_t first, int64_t last, int64_t dp_rank) const {
   std::vector<order::StepBatch> out;
-  auto walker = schedule_->Walk(dp_rank);
-  walker.SkipTo(std::max<int64_t>(0, schedule_->FirstStepOf(first)));
-  order::StepBatch b;
-  while (walker.Next(&b) && b.iteration < last) {
-    if (b.iteration < first) continue;
-    if (static_cast<int64_t>(b.positions.size()) == options_.batch.micro_batch_size) {
-      out.push_back(b);
+  for (size_t i = 0; i < schedules_.size(); ++i) {
+    const order::ReadSchedule& schedule = *schedules_[i];
+    // This schedule governs its iterations until a later one starts at or before them.
+    int64_t until = last;
+    for (size_t j = i + 1; j < schedules_.size(); ++j) {
+      until = std::min(until, schedules_[j]->Place(0).first);
+    }
+    const int64_t from = std::max(first, schedule.Place(0).first);
+    if (from >= until || dp_rank >= schedule.options().dp_size) continue;
+    auto walker = schedule.Walk(dp_rank);
+    walker.SkipTo(std::max<int64_t>(0, schedule.FirstStepOf(from)));
+    order::StepBatch b;
+    while (walker.Next(&b) && b.iteration < until) {
+      if (b.iteration < from) continue;
+      if (static_cast<int64_t>(b.positions.size()) == schedule.options().micro_batch_size) {
+        out.push_back(b);
+      }
     }
   }
   return out;
@@ -74,17 +132,77 @@ std::string FirstDifferentField(const order::SampleRecord& got, const order::Sam
 
 }  // namespace
 
-// The options a ledger's configuration text describes (exact inverse of the canonical text).
-Result<config::JobOptions> LedgerOptions(const Ledger& ledger) {
-  config::JobOptions o;
-  GRIDFEED_ASSIGN_OR_RETURN(o.data, config::FromCanonical(ledger.canonical_config));
-  return o;
+namespace {
+
+// Who read what when: each file's records, segment by segment, must be what the segment's
+// schedule gives its DP rank, in order. Returns the first difference (empty if none).
+std::string CheckSchedule(const Ledger& ledger, const Replay& replay) {
+  std::vector<std::unique_ptr<order::ReadSchedule>> schedules;
+  for (const auto& segment : ledger.segments) {
+    auto s = replay.ScheduleFor(segment);
+    if (!s.ok()) return "a segment line cannot be planned: " + s.status().message();
+    schedules.push_back(std::make_unique<order::ReadSchedule>(std::move(s).value()));
+  }
+  std::string file;
+  int64_t segment_line = -1;
+  std::optional<order::ReadSchedule::Walker> walker;
+  order::StepBatch batch;
+  size_t k = 0;
+  for (const auto& e : ledger.entries) {
+    const std::string where = e.file + " line " + std::to_string(e.line);
+    if (e.segment < 0) return where + ": a record before any segment line";
+    if (e.file != file || e.segment_line != segment_line) {  // a run (re)started here
+      file = e.file;
+      segment_line = e.segment_line;
+      const auto& schedule = *schedules[static_cast<size_t>(e.segment)];
+      if (e.file_dp_rank >= schedule.options().dp_size) {
+        return where + ": a record in the file of DP rank " + std::to_string(e.file_dp_rank) +
+               " from a run with DP " + std::to_string(schedule.options().dp_size);
+      }
+      walker.emplace(schedule.Walk(e.file_dp_rank));
+      batch.positions.clear();
+      k = 0;
+    }
+    if (k == batch.positions.size()) {
+      if (!walker->Next(&batch)) return where + ": a record after the schedule's end";
+      k = 0;
+    }
+    const auto& got = e.record;
+    const int64_t want_position = batch.positions[k++];
+    if (got.iteration != batch.iteration || got.micro_batch != batch.micro_batch ||
+        got.dp_rank != e.file_dp_rank || got.position != want_position) {
+      return where + ": recorded iteration " + std::to_string(got.iteration) + " micro-batch " +
+             std::to_string(got.micro_batch) + " dp_rank " + std::to_string(got.dp_rank) +
+             " position " + std::to_string(got.position) + ", the read schedule gives iteration " +
+             std::to_string(batch.iteration) + " micro-batch " + std::to_string(batch.micro_batch) +
+             " dp_rank " + std::to_string(e.file_dp_rank) + " position " +
+             std::to_string(want_position);
+    }
+  }
+  return "";
 }
+
+}  // namespace
 
 Result<VerifyReport> Verify(const Ledger& ledger) {
   GRIDFEED_ASSIGN_OR_RETURN(const config::JobOptions o, LedgerOptions(ledger));
-  GRIDFEED_ASSIGN_OR_RETURN(auto replay, Replay::Create(o));
   VerifyReport report;
+  if (config::FingerprintOf(ledger.canonical_config) != ledger.fingerprint) {
+    report.first_difference = "the fingerprint line " + ledger.fingerprint +
+                              " is not the hash of the configuration line (" +
+                              config::FingerprintOf(ledger.canonical_config) + ")";
+    return report;
+  }
+  if (ledger.entries.empty()) {
+    report.first_difference = "the ledger holds no records: nothing is proven";
+    return report;
+  }
+  GRIDFEED_ASSIGN_OR_RETURN(auto replay, Replay::Create(o));
+  if (ledger.version >= 2) {
+    report.first_difference = CheckSchedule(ledger, *replay);
+    if (!report.first_difference.empty()) return report;
+    report.schedule_checked = true;
+  }
   std::vector<int64_t> positions;
   for (const auto& e : ledger.entries) {
     const auto& got = e.record;

@@ -21,14 +21,22 @@ class Replay {
   // Builds the train split of `options.data`; the schedule is the one a run with the batch
   // options and --data-parallel-size of `options` follows from sample 0.
   static Result<std::unique_ptr<Replay>> Create(const config::JobOptions& options);
+  // The order of a ledger's configuration, read with the schedules of its segments (every
+  // start and resume of the run, in order). InvalidArgument for a version-1 ledger (none).
+  static Result<std::unique_ptr<Replay>> ForLedger(const Ledger& ledger);
+
+  // The full schedule a segment line describes, for this order.
+  Result<order::ReadSchedule> ScheduleFor(const order::ScheduleOptions& segment) const;
 
   // The record of `position` as (iteration, micro_batch, dp_rank) read it.
   order::SampleRecord Record(int64_t position, int64_t iteration, int64_t micro_batch,
                              int64_t dp_rank) const;
   // The micro-batches `dp_rank` read in iterations [first, last), in order (full ones only).
+  // Each iteration is read with the last schedule that started at or before it.
   std::vector<order::StepBatch> Batches(int64_t first, int64_t last, int64_t dp_rank) const;
+  // The largest DP size of the schedules.
+  int64_t max_dp_size() const;
   const order::OrderView& view() const { return *view_; }
-  const order::ReadSchedule& schedule() const { return *schedule_; }
   int64_t train_length() const { return view_->length(order::Split::kTrain); }
   int64_t seq_length() const { return options_.data.seq_length; }
 
@@ -37,18 +45,23 @@ class Replay {
   config::JobOptions options_;
   std::unique_ptr<order::BuiltOrder> built_;
   order::OrderView* view_ = nullptr;
-  std::unique_ptr<order::ReadSchedule> schedule_;
+  std::vector<std::unique_ptr<order::ReadSchedule>> schedules_;  // in the order they started
 };
 
 struct VerifyReport {
   bool ok = false;
   int64_t records = 0;
-  int64_t consumed = 0;          // positions [0, consumed) covered exactly once
-  bool exactly_once = true;      // false for cyclic orders (positions repeat every epoch)
-  std::string first_difference;  // empty when ok
+  int64_t consumed = 0;           // positions [0, consumed) covered exactly once
+  bool exactly_once = true;       // false for cyclic orders (positions repeat every epoch)
+  bool schedule_checked = false;  // who read what when (ledger version 2)
+  std::string first_difference;   // empty when ok
 };
 
-// Recomputes every ledger record from the ledger's own configuration.
+// Recomputes every ledger record from the ledger's own configuration: the fingerprint line
+// against the configuration text, each record's contents, and (version 2) that each record's
+// iteration, micro-batch, DP rank, file and position are what the segment's read schedule
+// gives; then that every global position up to the cursor was read exactly once. A ledger
+// without records proves nothing and is reported as such.
 Result<VerifyReport> Verify(const Ledger& ledger);
 
 struct SourceAccount {

@@ -70,6 +70,7 @@ struct Feeder::Impl {
   Status Resume();
   Status PlanSchedule();
   Status OpenTokenStores();
+  Status CheckTokenStores();
   Status OpenDevicePath();
   void StartPrefetch();
 
@@ -249,6 +250,26 @@ Status Feeder::Impl::OpenTokenStores() {
   return Status::Ok();
 }
 
+// Every reader proves it reads the same data as rank 0 (node-local copies are common): index
+// digest, data size and a digest of data blocks sampled at offsets derived from the
+// fingerprint. A difference on any reader is the same error everywhere, naming rank and store.
+Status Feeder::Impl::CheckTokenStores() {
+  const parallel::Grid& g = *grid;
+  const uint64_t salt = XXH3_64bits(fingerprint.data(), fingerprint.size());
+  std::vector<order::StoreFacts> mine;
+  if (g.is_reader()) mine = view->TokenStoreFacts(salt);
+  std::string reference = order::EncodeFacts(mine);  // rank 0 is a reader
+  GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(g.world(), 0, &reference));
+  Status local;
+  if (g.is_reader()) {
+    const std::string change = order::DescribeFactsDifference(mine, order::DecodeFacts(reference));
+    if (!change.empty()) {
+      local = DataLoss(change + "; every reader must see the same token files as rank 0");
+    }
+  }
+  return parallel::AgreeOnStatus(g.world(), local, g.world_rank());
+}
+
 // Collective on the world: every rank makes the same two agreements; ranks of stages that
 // receive data also set up their TP group's NCCL communicator in between.
 Status Feeder::Impl::OpenDevicePath() {
@@ -385,6 +406,7 @@ Result<std::unique_ptr<Feeder>> Feeder::Open(const FeederOptions& options, MPI_C
   GRIDFEED_RETURN_IF_ERROR(im->Resume());
   GRIDFEED_RETURN_IF_ERROR(im->PlanSchedule());
   GRIDFEED_RETURN_IF_ERROR(im->OpenTokenStores());
+  GRIDFEED_RETURN_IF_ERROR(im->CheckTokenStores());
   if (options.feed.device_broadcast) GRIDFEED_RETURN_IF_ERROR(im->OpenDevicePath());
   im->StartPrefetch();
   return std::unique_ptr<Feeder>(new Feeder(std::move(im)));
@@ -425,6 +447,7 @@ int64_t Feeder::resumed_iteration() const { return impl_->resumed_iteration; }
 const std::string& Feeder::fingerprint() const { return impl_->fingerprint; }
 const std::string& Feeder::canonical_config() const { return impl_->canonical; }
 const FeederOptions& Feeder::options() const { return impl_->options; }
+const order::ReadSchedule& Feeder::schedule() const { return *impl_->schedule; }
 int64_t Feeder::num_microbatches_per_global_batch() const {
   return impl_->schedule->micro_batches_per_iteration();
 }

@@ -28,6 +28,7 @@
 
 #include "gridfeed/config/options.h"
 #include "gridfeed/core/status.h"
+#include "gridfeed/order/read_schedule.h"
 #include "gridfeed/order/sample_record.h"
 #include "gridfeed/parallel/grid.h"
 
@@ -85,6 +86,8 @@ class Feeder {
   const std::string& canonical_config() const;
   // The options after resolution (global batch size filled in, DP size set).
   const FeederOptions& options() const;
+  // The read schedule this run follows from its start (what a ledger segment records).
+  const order::ReadSchedule& schedule() const;
   // Collective on the world: world rank 0 writes the cursor (iteration, consumed samples,
   // per-source counts, grid and batch sizes) atomically; every rank returns its status.
   Status SaveCheckpoint(const std::string& path, int64_t iteration) const;

@@ -49,6 +49,7 @@ class IndexedDataset {
   LeSpan<int64_t> document_indices() const { return view_.document_indices; }
   LeSpan<int8_t> sequence_modes() const { return view_.sequence_modes; }
   std::span<const std::byte> index_bytes() const { return idx_.bytes(); }
+  std::span<const std::byte> data_bytes() const { return bin_.bytes(); }
 
   // `length_tokens` tokens of `sequence` starting `offset_tokens` in; length -1 = to the end.
   // OutOfRange if the run is not inside the sequence.

@@ -40,6 +40,16 @@ class MegatronView final : public OrderView {
     return Status::Ok();
   }
 
+  std::vector<StoreFacts> TokenStoreFacts(uint64_t salt) const override {
+    std::vector<StoreFacts> out;
+    for (const auto& prefix : view_.prefixes) {
+      const auto it = stores_.find(prefix);
+      if (it == stores_.end()) continue;
+      out.push_back(FactsOf(prefix, it->second->index_bytes(), it->second->data_bytes(), salt));
+    }
+    return out;
+  }
+
   SampleRecord Read(Split split, int64_t position, Sample* out) const override {
     const int i = static_cast<int>(split);
     const SplitView& s = *view_.splits[i];

@@ -20,6 +20,7 @@
 #include "gridfeed/order/sample.h"
 #include "gridfeed/order/sample_record.h"
 #include "gridfeed/order/split.h"
+#include "gridfeed/order/store_facts.h"
 
 namespace gridfeed::order {
 
@@ -41,6 +42,8 @@ class OrderView {
   virtual const std::vector<std::string>& token_stores() const = 0;
   // Opens every token store not open yet (views over tables built in process have them open).
   virtual Status OpenTokenStores() = 0;
+  // Facts of every open token store, in token_stores() order (see store_facts.h).
+  virtual std::vector<StoreFacts> TokenStoreFacts(uint64_t salt) const = 0;
   // Assembles sample `position` of `split` into `out` and returns what it is (iteration,
   // micro-batch and DP rank are left for the caller). REQUIRES: 0 <= position < length(split)
   // and the token stores open.

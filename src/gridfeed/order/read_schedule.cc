@@ -35,8 +35,10 @@ Result<ReadSchedule> ReadSchedule::Create(const ScheduleOptions& options) {
     return InvalidArgument("the split length and --consumed-samples must be >= 0");
   }
   if (o.start_iteration < 0) {
-    o.start_iteration = o.start_consumed / o.global_batch_size;
+    s.base_iteration_ = o.start_consumed / o.global_batch_size;
     s.first_offset_ = (o.start_consumed % o.global_batch_size) / step;
+  } else {
+    s.base_iteration_ = o.start_iteration;
   }
   if (o.type == DataloaderType::kCyclic) {
     // Megatron's random sampler needs at least one full global batch.
@@ -57,11 +59,11 @@ Result<ReadSchedule> ReadSchedule::Create(const ScheduleOptions& options) {
 std::pair<int64_t, int64_t> ReadSchedule::Place(int64_t step) const {
   const int64_t per = micro_batches_per_iteration();
   const int64_t k = first_offset_ + step;
-  return {o_.start_iteration + k / per, k % per};
+  return {base_iteration_ + k / per, k % per};
 }
 
 int64_t ReadSchedule::FirstStepOf(int64_t iteration) const {
-  return (iteration - o_.start_iteration) * micro_batches_per_iteration() - first_offset_;
+  return (iteration - base_iteration_) * micro_batches_per_iteration() - first_offset_;
 }
 
 std::optional<ReadSchedule::Owner> ReadSchedule::OwnerOf(int64_t position) const {

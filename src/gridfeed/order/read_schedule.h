@@ -52,6 +52,7 @@ class ReadSchedule {
   // InvalidArgument for sizes that do not fit (names the flag).
   static Result<ReadSchedule> Create(const ScheduleOptions& options);
 
+  // The options as given (global_batch_size filled in): Create(options()) plans the same.
   const ScheduleOptions& options() const { return o_; }
   int64_t samples_per_step() const { return o_.micro_batch_size * o_.dp_size; }
   int64_t micro_batches_per_iteration() const { return o_.global_batch_size / samples_per_step(); }
@@ -92,7 +93,8 @@ class ReadSchedule {
   ReadSchedule() = default;
   ScheduleOptions o_;
   int64_t num_steps_ = 0;
-  int64_t first_offset_ = 0;  // micro-batches of the first iteration before the start
+  int64_t base_iteration_ = 0;  // iteration of the start
+  int64_t first_offset_ = 0;    // micro-batches of the first iteration before the start
 };
 
 }  // namespace gridfeed::order

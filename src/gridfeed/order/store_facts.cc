@@ -1,0 +1,107 @@
+#include "gridfeed/order/store_facts.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <sstream>
+
+namespace gridfeed::order {
+namespace {
+
+constexpr size_t kBlockBytes = 4096;
+constexpr int kSampledBlocks = 62;
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+std::string Hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016" PRIx64, v);
+  return buf;
+}
+
+}  // namespace
+
+StoreFacts FactsOf(const std::string& name, std::span<const std::byte> index,
+                   std::span<const std::byte> data, uint64_t salt) {
+  StoreFacts f;
+  f.name = name;
+  f.index_xxh3 = XXH3_64bits(index.data(), index.size());
+  f.data_bytes = data.size();
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset_withSeed(state, salt);
+  auto block = [&](size_t offset) {
+    const size_t n = std::min(kBlockBytes, data.size() - offset);
+    XXH3_64bits_update(state, data.data() + offset, n);
+  };
+  if (!data.empty()) {
+    block(0);
+    block(data.size() > kBlockBytes ? data.size() - kBlockBytes : 0);
+    for (int i = 0; i < kSampledBlocks; ++i) {
+      block(SplitMix64(salt + static_cast<uint64_t>(i)) % data.size());
+    }
+  }
+  f.data_sample_xxh3 = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return f;
+}
+
+std::string EncodeFacts(const std::vector<StoreFacts>& facts) {
+  std::string out;
+  for (const auto& f : facts) {
+    out += Hex(f.index_xxh3) + " " + std::to_string(f.data_bytes) + " " + Hex(f.data_sample_xxh3) +
+           " " + f.name + "\n";
+  }
+  return out;
+}
+
+std::vector<StoreFacts> DecodeFacts(const std::string& text) {
+  std::vector<StoreFacts> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    StoreFacts f;
+    char name[4096] = {0};
+    if (std::sscanf(line.c_str(), "%16" SCNx64 " %" SCNu64 " %16" SCNx64 " %4095[^\n]",
+                    &f.index_xxh3, &f.data_bytes, &f.data_sample_xxh3, name) != 4) {
+      return {};
+    }
+    f.name = name;
+    out.push_back(f);
+  }
+  return out;
+}
+
+std::string DescribeFactsDifference(const std::vector<StoreFacts>& mine,
+                                    const std::vector<StoreFacts>& reference) {
+  if (mine.size() != reference.size()) {
+    return "it has " + std::to_string(mine.size()) + " token stores, rank 0 " +
+           std::to_string(reference.size());
+  }
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const auto& a = mine[i];
+    const auto& b = reference[i];
+    const std::string store = "token store '" + a.name + "'";
+    if (a.name != b.name) return store + " is '" + b.name + "' on rank 0";
+    if (a.index_xxh3 != b.index_xxh3) {
+      return store + ": its .idx differs from rank 0's (XXH3 " + Hex(a.index_xxh3) + " vs " +
+             Hex(b.index_xxh3) + ")";
+    }
+    if (a.data_bytes != b.data_bytes) {
+      return store + ": its .bin has " + std::to_string(a.data_bytes) + " bytes, rank 0's " +
+             std::to_string(b.data_bytes);
+    }
+    if (a.data_sample_xxh3 != b.data_sample_xxh3) {
+      return store + ": its .bin holds other tokens than rank 0's (sampled blocks differ)";
+    }
+  }
+  return "";
+}
+
+}  // namespace gridfeed::order
