@@ -2,9 +2,16 @@
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "gridfeed/io/file_util.h"
 #include "testing/paths.h"
@@ -99,6 +106,46 @@ TEST(Cursor, FailedWriteKeepsTheOldCheckpoint) {
   const std::string before = io::ReadFileToString(dir + "/ckpt.h5").value();
   EXPECT_FALSE(WriteCursor(dir + "/missing_dir/ckpt.h5", Sample()).ok());
   EXPECT_EQ(io::ReadFileToString(dir + "/ckpt.h5").value(), before);
+}
+
+// --- Full disk: writes fail with EFBIG in a child limited by RLIMIT_FSIZE. ---
+
+std::vector<std::string> DirNames(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    out.push_back(e.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(Cursor, FullDiskFailsAndKeepsTheOldCheckpoint) {
+  const std::string dir = gridfeed::testing::ScratchDir("cursor_full");
+  const std::string path = dir + "/ckpt.h5";
+  ASSERT_TRUE(WriteCursor(path, Sample()).ok());
+  const std::string before = io::ReadFileToString(path).value();
+  for (rlim_t limit : {rlim_t{0}, rlim_t{512}, static_cast<rlim_t>(before.size() / 2),
+                       static_cast<rlim_t>(before.size() - 1)}) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::signal(SIGXFSZ, SIG_IGN);
+      struct rlimit rl = {limit, limit};
+      if (::setrlimit(RLIMIT_FSIZE, &rl) != 0) ::_exit(99);
+      Cursor later = Sample();
+      later.iteration = 43;
+      Status st = WriteCursor(path, later);
+      ::_exit(st.ok() ? 1 : (st.code() == StatusCode::kIoError ? 0 : 2));
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status)) << "child died of signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "limit " << limit;
+    EXPECT_TRUE(io::ReadFileToString(path).value() == before) << "limit " << limit;
+    auto c = ReadCursor(path);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ(c->iteration, 42);
+    EXPECT_EQ(DirNames(dir), std::vector<std::string>{"ckpt.h5"}) << "limit " << limit;
+  }
 }
 
 }  // namespace

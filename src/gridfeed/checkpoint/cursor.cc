@@ -9,11 +9,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <utility>
+#include <vector>
+
+#include "gridfeed/io/file_util.h"
 
 namespace gridfeed::checkpoint {
 namespace {
 
-// Closes an HDF5 handle on scope exit.
+// Closes an HDF5 handle on scope exit; Close() reports the result where it matters.
 class Handle {
  public:
   Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
@@ -24,6 +28,7 @@ class Handle {
   Handle& operator=(const Handle&) = delete;
   hid_t get() const { return id_; }
   bool ok() const { return id_ >= 0; }
+  bool Close() { return close_(std::exchange(id_, -1)) >= 0; }
 
  private:
   hid_t id_;
@@ -39,20 +44,24 @@ void QuietHdf5() {
 }
 
 Status WriteInts(hid_t group, const char* name, const std::vector<int64_t>& values) {
+  const std::string what = std::string("dataset /gridfeed/") + name;
   const hsize_t n = values.size();
   const hsize_t chunk = std::max<hsize_t>(n, 1);
   Handle space(H5Screate_simple(1, &n, nullptr), H5Sclose);
   Handle plist(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
-  H5Pset_chunk(plist.get(), 1, &chunk);
-  H5Pset_fletcher32(plist.get());
+  if (!space.ok() || !plist.ok() || H5Pset_chunk(plist.get(), 1, &chunk) < 0 ||
+      H5Pset_fletcher32(plist.get()) < 0) {
+    return IoError("cannot set up " + what);
+  }
   Handle ds(
       H5Dcreate2(group, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT, plist.get(), H5P_DEFAULT),
       H5Dclose);
-  if (!ds.ok()) return IoError(std::string("cannot create dataset /gridfeed/") + name);
+  if (!ds.ok()) return IoError("cannot create " + what);
   if (n > 0 &&
       H5Dwrite(ds.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0) {
-    return IoError(std::string("cannot write dataset /gridfeed/") + name);
+    return IoError("cannot write " + what);
   }
+  if (!ds.Close()) return IoError("cannot close " + what);
   return Status::Ok();
 }
 
@@ -73,12 +82,16 @@ Result<std::vector<int64_t>> ReadInts(hid_t group, const char* name, const std::
 }
 
 Status WriteString(hid_t group, const char* name, const std::string& value) {
+  const std::string what = std::string("attribute /gridfeed/") + name;
   Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
-  H5Tset_size(type.get(), std::max<size_t>(value.size(), 1));
   Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  if (!type.ok() || !space.ok() || H5Tset_size(type.get(), std::max<size_t>(value.size(), 1)) < 0) {
+    return IoError("cannot set up " + what);
+  }
   Handle attr(H5Acreate2(group, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
-  if (!attr.ok() || H5Awrite(attr.get(), type.get(), value.empty() ? "" : value.data()) < 0) {
-    return IoError(std::string("cannot write attribute ") + name);
+  if (!attr.ok() || H5Awrite(attr.get(), type.get(), value.empty() ? "" : value.data()) < 0 ||
+      !attr.Close()) {
+    return IoError("cannot write " + what);
   }
   return Status::Ok();
 }
@@ -96,46 +109,54 @@ Result<std::string> ReadString(hid_t group, const char* name, const std::string&
   return out;
 }
 
-Status FsyncPath(const std::string& path, bool directory) {
-  int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
-  if (fd < 0) return IoError("cannot open '" + path + "' to fsync: " + std::strerror(errno));
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) return IoError("cannot fsync '" + path + "': " + std::strerror(errno));
-  return Status::Ok();
+// Builds the file in memory (HDF5 core driver, no backing store) so HDF5 never writes to disk:
+// every byte reaches the disk through io::AtomicFile, whose writes, fsync, close and rename are
+// checked, and a failed HDF5 call leaves no half-written file or open file id behind.
+Result<std::vector<unsigned char>> BuildImage(const std::string& name, const Cursor& c) {
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  if (!fapl.ok() || H5Pset_fapl_core(fapl.get(), 64 << 10, /*backing_store=*/0) < 0) {
+    return Internal("cannot set up the HDF5 in-memory driver");
+  }
+  Handle file(H5Fcreate(name.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()), H5Fclose);
+  if (!file.ok()) return IoError("cannot create the in-memory HDF5 file");
+  Handle group(H5Gcreate2(file.get(), "/gridfeed", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+               H5Gclose);
+  if (!group.ok()) return IoError("cannot create group /gridfeed");
+  const hid_t g = group.get();
+  GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "format_version", {kFormatVersion}));
+  GRIDFEED_RETURN_IF_ERROR(WriteString(g, "fingerprint", c.fingerprint));
+  GRIDFEED_RETURN_IF_ERROR(WriteString(g, "canonical_config", c.canonical_config));
+  GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "iteration", {c.iteration}));
+  GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "consumed_train_samples", {c.consumed_train_samples}));
+  GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "consumed_valid_samples", {c.consumed_valid_samples}));
+  GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "consumed_test_samples", {c.consumed_test_samples}));
+  GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "source_consumed_samples", c.source_samples));
+  GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "source_consumed_tokens", c.source_tokens));
+  GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "grid_dp_tp_pp_cp", {c.dp, c.tp, c.pp, c.cp}));
+  GRIDFEED_RETURN_IF_ERROR(
+      WriteInts(g, "micro_global_batch_size", {c.micro_batch_size, c.global_batch_size}));
+  if (!group.Close()) return IoError("cannot close group /gridfeed");
+  if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) return IoError("cannot flush the HDF5 file");
+  const ssize_t size = H5Fget_file_image(file.get(), nullptr, 0);
+  if (size <= 0) return IoError("cannot get the HDF5 file image");
+  std::vector<unsigned char> image(static_cast<size_t>(size));
+  if (H5Fget_file_image(file.get(), image.data(), image.size()) != size) {
+    return IoError("cannot copy the HDF5 file image");
+  }
+  if (!file.Close()) return IoError("cannot close the HDF5 file");
+  return image;
 }
 
 }  // namespace
 
 Status WriteCursor(const std::string& path, const Cursor& c) {
   QuietHdf5();
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    Handle file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
-    if (!file.ok()) return IoError("cannot create checkpoint '" + tmp + "'");
-    Handle group(H5Gcreate2(file.get(), "/gridfeed", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                 H5Gclose);
-    if (!group.ok()) return IoError("cannot create group /gridfeed in '" + tmp + "'");
-    const hid_t g = group.get();
-    Status st = WriteInts(g, "format_version", {kFormatVersion});
-    if (st.ok()) st = WriteString(g, "fingerprint", c.fingerprint);
-    if (st.ok()) st = WriteString(g, "canonical_config", c.canonical_config);
-    if (st.ok()) st = WriteInts(g, "iteration", {c.iteration});
-    if (st.ok()) st = WriteInts(g, "consumed_train_samples", {c.consumed_train_samples});
-    if (st.ok()) st = WriteInts(g, "consumed_valid_samples", {c.consumed_valid_samples});
-    if (st.ok()) st = WriteInts(g, "consumed_test_samples", {c.consumed_test_samples});
-    if (st.ok()) st = WriteInts(g, "source_consumed_samples", c.source_samples);
-    if (st.ok()) st = WriteInts(g, "source_consumed_tokens", c.source_tokens);
-    if (st.ok()) st = WriteInts(g, "grid_dp_tp_pp_cp", {c.dp, c.tp, c.pp, c.cp});
-    if (st.ok()) {
-      st = WriteInts(g, "micro_global_batch_size", {c.micro_batch_size, c.global_batch_size});
-    }
-    if (!st.ok()) {
-      std::remove(tmp.c_str());
-      return st.WithContext("checkpoint '" + path + "'");
-    }
-  }
-  Status st = FsyncPath(tmp, false);
+  GRIDFEED_ASSIGN_OR_RETURN(io::AtomicFile out, io::AtomicFile::Create(path));
+  // The in-memory file needs a name that no file has (it is never created).
+  auto image = BuildImage(out.temp_path() + ".image", c);
+  if (!image.ok()) return image.status().WithContext("checkpoint '" + path + "'");
+  GRIDFEED_RETURN_IF_ERROR(out.Write(image->data(), image->size()));
+  GRIDFEED_RETURN_IF_ERROR(out.Commit(/*publish=*/false));
   // Tests only (GRIDFEED_TESTING_CRASH_BEFORE_RENAME=<iteration>): die between the complete
   // temporary file and the rename, the window in which a crash must leave the previous checkpoint
   // intact.
@@ -143,15 +164,7 @@ Status WriteCursor(const std::string& path, const Cursor& c) {
       v && std::atoll(v) == c.iteration) {
     std::raise(SIGKILL);
   }
-  if (st.ok() && std::rename(tmp.c_str(), path.c_str()) != 0) {
-    st = IoError("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
-  }
-  if (!st.ok()) {
-    std::remove(tmp.c_str());
-    return st;
-  }
-  const auto dir = std::filesystem::absolute(path).parent_path().string();
-  return FsyncPath(dir, true);
+  return out.Publish();
 }
 
 Result<Cursor> ReadCursor(const std::string& path) {

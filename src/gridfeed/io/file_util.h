@@ -65,6 +65,7 @@ class AtomicFile {
   Status Commit(bool publish = true);
   Status Publish();
   const std::string& path() const { return tmp_.target(); }
+  const std::string& temp_path() const { return tmp_.path(); }
   uint64_t bytes_written() const { return bytes_written_; }
 
  private:
