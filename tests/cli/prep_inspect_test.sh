@@ -64,4 +64,13 @@ grep -q "line 2" "$WORK/bad.err" || fail "no line number: $(cat "$WORK/bad.err")
 printf 'XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX' > "$WORK/junk.idx"; : > "$WORK/junk.bin"
 if "$GRIDFEED" inspect "$WORK/junk" 2> "$WORK/junk.err"; then fail "junk index accepted"; fi
 grep -q "magic" "$WORK/junk.err" || fail "unclear error: $(cat "$WORK/junk.err")"
+# 4. --eod-id without --append-eod is an error naming both flags.
+printf '{"ids": [1]}\n' > "$WORK/one.jsonl"
+if "$GRIDFEED" prep --input "$WORK/one.jsonl" --output-prefix "$WORK/one" --pretokenized \
+    --json-key ids --vocab-size 10 --eod-id 0 2> "$WORK/eod.err"; then
+  fail "--eod-id without --append-eod accepted"
+fi
+grep -q -- "--eod-id" "$WORK/eod.err" && grep -q -- "--append-eod" "$WORK/eod.err" ||
+  fail "unclear --eod-id error: $(cat "$WORK/eod.err")"
+
 echo "cli prep/inspect: ok"
