@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "gridfeed/io/file_util.h"
 #include "gridfeed/io/prep.h"
 
 namespace gridfeed::app {
@@ -36,6 +37,8 @@ Runner RegisterPrep(CLI::App& app) {
     if (vocab_opt->count() > 0) opt->vocab_size = *vocab;
     if (eod_opt->count() > 0) opt->eod_id = *eod;
     opt->progress = ::isatty(STDERR_FILENO) != 0;
+    // A prep killed by SIGINT/SIGTERM/SIGHUP removes its temporary .bin/.idx files first.
+    GRIDFEED_RETURN_IF_ERROR(io::RemoveTempFilesOnSignal());
     GRIDFEED_ASSIGN_OR_RETURN(io::PrepStats s, io::RunPrep(*opt));
     std::printf(
         "prep: %lld documents, %lld sequences, %llu tokens (%s) from %lld lines in %.2f s "

@@ -73,4 +73,30 @@ fi
 grep -q -- "--eod-id" "$WORK/eod.err" && grep -q -- "--append-eod" "$WORK/eod.err" ||
   fail "unclear --eod-id error: $(cat "$WORK/eod.err")"
 
+# 5. A prep killed by SIGINT or SIGTERM leaves no temporary files. The input is a FIFO this
+# shell holds open, so prep waits for more input with its temporaries created.
+mkfifo "$WORK/slow.jsonl"
+set -m  # background jobs keep SIGINT (a non-interactive shell would ignore it for them)
+for sig in INT TERM; do
+  mkdir "$WORK/kill_$sig"
+  exec 3<>"$WORK/slow.jsonl"
+  printf '{"ids": [1]}\n' >&3
+  "$GRIDFEED" prep --input "$WORK/slow.jsonl" --output-prefix "$WORK/kill_$sig/out" \
+    --pretokenized --json-key ids --vocab-size 10 --workers 1 &
+  prep=$!
+  for _ in $(seq 200); do
+    compgen -G "$WORK/kill_$sig/out.bin.tmp*" >/dev/null && break
+    sleep 0.05
+  done
+  compgen -G "$WORK/kill_$sig/out.bin.tmp*" >/dev/null || fail "prep made no temporary file"
+  kill -s "$sig" "$prep"
+  rc=0
+  wait "$prep" || rc=$?
+  exec 3>&-
+  [ "$rc" -ge 128 ] || fail "prep was not killed by SIG$sig (exit $rc)"
+  left=$(ls -A "$WORK/kill_$sig")
+  [ -z "$left" ] || fail "SIG$sig left files behind: $left"
+done
+set +m
+
 echo "cli prep/inspect: ok"

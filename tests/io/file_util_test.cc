@@ -119,5 +119,25 @@ TEST(AtomicPublish, FullDiskFailsCleanlyAndKeepsTheOldFile) {
   }
 }
 
+TEST(AtomicPublish, SignalRemovesLiveTemporaries) {
+  for (int sig : {SIGINT, SIGTERM}) {
+    const std::string dir = ScratchDir("atomic_signal");
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      if (!RemoveTempFilesOnSignal().ok()) ::_exit(2);
+      auto a = AtomicFile::Create(dir + "/a");
+      auto b = IndexedDatasetBuilder::Create(dir + "/c", DType::kUInt16);
+      if (!a.ok() || !b.ok() || !a->Write("x", 1).ok()) ::_exit(3);
+      ::raise(sig);
+      ::_exit(4);  // not reached: the signal's default action ends the process
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
+    EXPECT_EQ(WTERMSIG(status), sig);
+    EXPECT_TRUE(Names(dir).empty()) << *Names(dir).begin();
+  }
+}
+
 }  // namespace
 }  // namespace gridfeed::io
