@@ -4,6 +4,7 @@
 #include <hdf5.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -318,6 +319,28 @@ INSTANTIATE_TEST_SUITE_P(
                       [](RawCheckpoint* r) { r->variable_length_fingerprint = true; },
                       "fingerprint"}),
     [](const auto& info) { return info.param.name; });
+
+TEST(Cursor, FifoIsRejectedWithoutBlocking) {
+  const std::string path = gridfeed::testing::ScratchDir("cursor_fifo") + "/ckpt.h5";
+  ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    auto c = ReadCursor(path);
+    ::_exit(!c.ok() && c.status().code() == StatusCode::kIoError &&
+                    c.status().message().find(path) != std::string::npos
+                ? 0
+                : 1);
+  }
+  int status = 0;
+  for (int i = 0; i < 1000 && ::waitpid(pid, &status, WNOHANG) != pid; ++i) ::usleep(10000);
+  if (::kill(pid, 0) == 0) {  // still running: blocked in open()
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    FAIL() << "ReadCursor blocked on a FIFO";
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
 
 }  // namespace
 }  // namespace gridfeed::checkpoint

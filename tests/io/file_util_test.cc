@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 
 #include "corpus_fixture.h"
 #include "gridfeed/io/indexed_dataset.h"
+#include "gridfeed/io/mmap_file.h"
 #include "gridfeed/io/npy.h"
 #include "testing/paths.h"
 
@@ -117,6 +119,65 @@ TEST(AtomicPublish, FullDiskFailsCleanlyAndKeepsTheOldFile) {
     EXPECT_EQ(ReadFileToString(dir + "/f").value(), "old");
     EXPECT_EQ(Names(dir), (std::set<std::string>{"f"}));
   }
+}
+
+// Runs `body` in a child and returns its exit code, or -1 if it did not finish within 10 s
+// (the child is killed then): a blocking open() fails the test instead of hanging it.
+template <typename F>
+int ExitCodeWithin10s(F body) {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(body());
+  for (int i = 0; i < 1000; ++i) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    ::usleep(10000);
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+// 0 if `st` is an IoError naming `path` and "not a regular file".
+int RejectsNonRegular(const Status& st, const std::string& path) {
+  if (st.ok()) return 1;
+  if (st.code() != StatusCode::kIoError) return 2;
+  if (st.message().find(path) == std::string::npos) return 3;
+  if (st.message().find("not a regular file") == std::string::npos) return 4;
+  return 0;
+}
+
+TEST(NonRegularFiles, FifoTokenFilesAreRejectedAtOnce) {
+  const std::string dir = ScratchDir("fifo_tokens");
+  gridfeed::testing::WriteCorpus(dir + "/c", DType::kUInt16, {{{1, 2, 3}}});
+  ASSERT_EQ(::mkfifo((dir + "/f.idx").c_str(), 0644), 0);
+  ASSERT_EQ(::mkfifo((dir + "/g.bin").c_str(), 0644), 0);
+  fs::copy_file(dir + "/c.bin", dir + "/f.bin");
+  fs::copy_file(dir + "/c.idx", dir + "/g.idx");
+  EXPECT_EQ(ExitCodeWithin10s([&] {
+              return RejectsNonRegular(IndexedDataset::Open(dir + "/f").status(), dir + "/f.idx");
+            }),
+            0);
+  EXPECT_EQ(ExitCodeWithin10s([&] {
+              return RejectsNonRegular(IndexedDataset::Open(dir + "/g").status(), dir + "/g.bin");
+            }),
+            0);
+  EXPECT_EQ(ExitCodeWithin10s([&] {
+              return RejectsNonRegular(MMapFile::Open(dir + "/f.idx").status(), dir + "/f.idx");
+            }),
+            0);
+  EXPECT_EQ(ExitCodeWithin10s([&] {
+              return RejectsNonRegular(ReadFileToString(dir + "/f.idx").status(), dir + "/f.idx");
+            }),
+            0);
+  EXPECT_EQ(ExitCodeWithin10s([&] {
+              return RejectsNonRegular(ReadNpy(dir + "/f.idx").status(), dir + "/f.idx");
+            }),
+            0);
+  EXPECT_EQ(
+      ExitCodeWithin10s([&] { return RejectsNonRegular(ReadFileToString(dir).status(), dir); }), 0);
+  EXPECT_TRUE(IndexedDataset::Open(dir + "/c").ok());
 }
 
 TEST(AtomicPublish, SignalRemovesLiveTemporaries) {

@@ -239,6 +239,10 @@ Status WriteCursor(const std::string& path, const Cursor& c) {
 Result<Cursor> ReadCursor(const std::string& path) {
   QuietHdf5();
   if (!std::filesystem::exists(path)) return NotFound("no checkpoint file '" + path + "'");
+  {  // HDF5 opens by name: refuse a FIFO (it would block) or device first.
+    GRIDFEED_ASSIGN_OR_RETURN(const int fd, io::OpenRegularFile(path, "checkpoint"));
+    ::close(fd);
+  }
   if (H5Fis_hdf5(path.c_str()) <= 0) {
     return DataLoss("checkpoint '" + path + "' is not a readable HDF5 file (corrupt or truncated)");
   }

@@ -34,7 +34,8 @@ struct Cursor {
 // IoError (naming the file and errno) if any step fails; the old file at `path` is untouched then
 // and no temporary remains.
 Status WriteCursor(const std::string& path, const Cursor& cursor);
-// NotFound for a missing file. DataLoss (naming the file and the dataset) for a corrupt,
+// NotFound for a missing file, IoError (without blocking) for a FIFO or other
+// non-regular file. DataLoss (naming the file and the dataset) for a corrupt,
 // truncated or hand-edited one: every dataset must be rank 1, int64, carry the Fletcher32 filter
 // and have its schema's extent (source arrays: equal, at most 2^20), values must be in range
 // (version >= 1, iteration and consumed counts >= 0, grid and batch sizes >= 1); sizes are

@@ -257,11 +257,11 @@ Result<int> OpenRegularFile(const std::string& path, const std::string& what) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return InvalidArgument(what + " '" + path + "' is not a regular file (" +
-                           (S_ISFIFO(st.st_mode)  ? "a FIFO"
-                            : S_ISDIR(st.st_mode) ? "a directory"
-                                                  : "a device or socket") +
-                           ")");
+    return IoError(what + " '" + path + "' is not a regular file (" +
+                   (S_ISFIFO(st.st_mode)  ? "a FIFO"
+                    : S_ISDIR(st.st_mode) ? "a directory"
+                                          : "a device or socket") +
+                   ")");
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return fd;

@@ -85,11 +85,11 @@ class AtomicFile {
 // Programs that write outputs call it once at start; idempotent. IoError if sigaction fails.
 Status RemoveTempFilesOnSignal();
 
-// Reads a whole (small) regular file. NotFound if missing; InvalidArgument for a FIFO, device or
+// Reads a whole (small) regular file. NotFound if missing; IoError for a FIFO, device or
 // directory (never blocks opening one).
 Result<std::string> ReadFileToString(const std::string& path);
 // Opens `path` for reading without blocking on a FIFO and rejects anything but a regular file
-// (InvalidArgument naming `what` and the path). Returns the descriptor (O_CLOEXEC, blocking
+// (IoError naming `what` and the path). Returns the descriptor (O_CLOEXEC, blocking
 // reads) for the caller to close. NotFound if missing.
 Result<int> OpenRegularFile(const std::string& path, const std::string& what = "file");
 // Writes a whole file atomically (AtomicFile).
