@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "gridfeed/io/file_util.h"
 #include "gridfeed/io/prep.h"
 
 namespace gridfeed::app {
@@ -23,16 +24,21 @@ Runner RegisterPrep(CLI::App& app) {
   sub->add_option("--tokenizer-model", opt->tokenizer_model, "SentencePiece model file");
   sub->add_flag("--pretokenized", opt->pretokenized,
                 "The key holds token ids: a list (one sequence) or a list of lists");
-  sub->add_option("--vocab-size", *vocab, "Vocabulary size (needed with --pretokenized)");
+  CLI::Option* vocab_opt =
+      sub->add_option("--vocab-size", *vocab, "Vocabulary size (needed with --pretokenized)");
   sub->add_flag("--append-eod", opt->append_eod, "Append the EOD id to every document");
-  sub->add_option("--eod-id", *eod, "EOD id (default: the tokenizer's EOS)");
+  CLI::Option* eod_opt =
+      sub->add_option("--eod-id", *eod, "EOD id with --append-eod (default: the tokenizer's EOS)");
   sub->add_flag("--skip-bad-lines", opt->skip_bad_lines, "Count and skip malformed lines");
   sub->add_option("--workers", opt->workers, "Encoding threads (0 = all cores)")
       ->capture_default_str();
-  return [opt, vocab, eod]() -> Status {
-    if (*vocab >= 0) opt->vocab_size = *vocab;
-    if (*eod >= 0) opt->eod_id = *eod;
+  return [opt, vocab, eod, vocab_opt, eod_opt]() -> Status {
+    // Given means set, whatever the value (RunPrep checks it and the flags that go with it).
+    if (vocab_opt->count() > 0) opt->vocab_size = *vocab;
+    if (eod_opt->count() > 0) opt->eod_id = *eod;
     opt->progress = ::isatty(STDERR_FILENO) != 0;
+    // A prep killed by SIGINT/SIGTERM/SIGHUP removes its temporary .bin/.idx files first.
+    GRIDFEED_RETURN_IF_ERROR(io::RemoveTempFilesOnSignal());
     GRIDFEED_ASSIGN_OR_RETURN(io::PrepStats s, io::RunPrep(*opt));
     std::printf(
         "prep: %lld documents, %lld sequences, %llu tokens (%s) from %lld lines in %.2f s "

@@ -64,4 +64,39 @@ grep -q "line 2" "$WORK/bad.err" || fail "no line number: $(cat "$WORK/bad.err")
 printf 'XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX' > "$WORK/junk.idx"; : > "$WORK/junk.bin"
 if "$GRIDFEED" inspect "$WORK/junk" 2> "$WORK/junk.err"; then fail "junk index accepted"; fi
 grep -q "magic" "$WORK/junk.err" || fail "unclear error: $(cat "$WORK/junk.err")"
+# 4. --eod-id without --append-eod is an error naming both flags.
+printf '{"ids": [1]}\n' > "$WORK/one.jsonl"
+if "$GRIDFEED" prep --input "$WORK/one.jsonl" --output-prefix "$WORK/one" --pretokenized \
+    --json-key ids --vocab-size 10 --eod-id 0 2> "$WORK/eod.err"; then
+  fail "--eod-id without --append-eod accepted"
+fi
+grep -q -- "--eod-id" "$WORK/eod.err" && grep -q -- "--append-eod" "$WORK/eod.err" ||
+  fail "unclear --eod-id error: $(cat "$WORK/eod.err")"
+
+# 5. A prep killed by SIGINT or SIGTERM leaves no temporary files. The input is a FIFO this
+# shell holds open, so prep waits for more input with its temporaries created.
+mkfifo "$WORK/slow.jsonl"
+set -m  # background jobs keep SIGINT (a non-interactive shell would ignore it for them)
+for sig in INT TERM; do
+  mkdir "$WORK/kill_$sig"
+  exec 3<>"$WORK/slow.jsonl"
+  printf '{"ids": [1]}\n' >&3
+  "$GRIDFEED" prep --input "$WORK/slow.jsonl" --output-prefix "$WORK/kill_$sig/out" \
+    --pretokenized --json-key ids --vocab-size 10 --workers 1 &
+  prep=$!
+  for _ in $(seq 200); do
+    compgen -G "$WORK/kill_$sig/out.bin.tmp*" >/dev/null && break
+    sleep 0.05
+  done
+  compgen -G "$WORK/kill_$sig/out.bin.tmp*" >/dev/null || fail "prep made no temporary file"
+  kill -s "$sig" "$prep"
+  rc=0
+  wait "$prep" || rc=$?
+  exec 3>&-
+  [ "$rc" -ge 128 ] || fail "prep was not killed by SIG$sig (exit $rc)"
+  left=$(ls -A "$WORK/kill_$sig")
+  [ -z "$left" ] || fail "SIG$sig left files behind: $left"
+done
+set +m
+
 echo "cli prep/inspect: ok"

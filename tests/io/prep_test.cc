@@ -165,5 +165,111 @@ TEST(Prep, RejectsBadOptions) {
   EXPECT_EQ(RunPrep(model).status().code(), StatusCode::kNotFound);
 }
 
+// Gzip of `lines`, plus the compressed size right after line `sync_after` (a full flush there,
+// so a cut at that offset ends the stream exactly at a line boundary).
+std::string Gzip(const std::vector<std::string>& lines, size_t sync_after, size_t* sync_offset) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out;
+  auto feed = [&](const std::string& in, int flush) {
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+    z.avail_in = static_cast<uInt>(in.size());
+    do {
+      char buf[4096];
+      z.next_out = reinterpret_cast<Bytef*>(buf);
+      z.avail_out = sizeof(buf);
+      deflate(&z, flush);
+      out.append(buf, sizeof(buf) - z.avail_out);
+    } while (z.avail_out == 0);
+  };
+  for (size_t i = 0; i < lines.size(); ++i) {
+    feed(lines[i] + "\n", i + 1 == sync_after ? Z_FULL_FLUSH : Z_NO_FLUSH);
+    if (i + 1 == sync_after) *sync_offset = out.size();
+  }
+  feed("", Z_FINISH);
+  deflateEnd(&z);
+  return out;
+}
+
+TEST(Prep, TruncatedGzipIsDataLossWhateverTheFlags) {
+  const std::string dir = ScratchDir("prep_gz_cut");
+  std::vector<std::string> lines;
+  for (int i = 0; i < 2000; ++i) lines.push_back("{\"text\": [" + std::to_string(i % 90) + "]}");
+  size_t at_line = 0;
+  const std::string gz = Gzip(lines, 1000, &at_line);
+  ASSERT_GT(at_line, 0u);
+  for (size_t cut : {at_line, gz.size() / 2 + 3, gz.size() - 4}) {
+    ASSERT_TRUE(WriteStringToFile(dir + "/in.jsonl", gz.substr(0, cut)).ok());
+    for (bool skip : {false, true}) {
+      PrepOptions o = Pretok(dir);
+      o.skip_bad_lines = skip;
+      auto s = RunPrep(o);
+      ASSERT_FALSE(s.ok()) << "cut at " << cut << " of " << gz.size() << " accepted, skip=" << skip
+                           << ", " << s->documents << " documents";
+      EXPECT_EQ(s.status().code(), StatusCode::kDataLoss) << s.status().ToString();
+      EXPECT_NE(s.status().message().find("in.jsonl"), std::string::npos);
+      EXPECT_FALSE(std::filesystem::exists(dir + "/out.bin"));
+    }
+  }
+  ASSERT_TRUE(WriteStringToFile(dir + "/in.jsonl", gz).ok());  // the whole stream is fine
+  auto s = RunPrep(Pretok(dir));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->documents, 2000);
+}
+
+TEST(Prep, NulByteIsABadLineWithItsOwnLineNumber) {
+  const std::string dir = ScratchDir("prep_nul");
+  const std::string text = std::string("{\"text\": [1]}\n{\"text\": [2]}") + '\0' +
+                           "junk\n{\"text\": [3]}\nnot json\n{\"text\": [4]}\n";
+  ASSERT_TRUE(WriteStringToFile(dir + "/in.jsonl", text).ok());
+  auto bad = RunPrep(Pretok(dir));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("line 2"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("NUL"), std::string::npos) << bad.status().message();
+  PrepOptions skip = Pretok(dir);
+  skip.skip_bad_lines = true;
+  auto s = RunPrep(skip);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->lines, 5);
+  EXPECT_EQ(s->skipped_lines, 2);
+  EXPECT_EQ(s->documents, 3);  // lines 1, 3 and 5
+  EXPECT_NE(s->first_skipped.find("line 2"), std::string::npos) << s->first_skipped;
+  auto ds = IndexedDataset::Open(dir + "/out").value();
+  EXPECT_EQ(ds.Get(1).value()[0], 3);
+  EXPECT_EQ(ds.Get(2).value()[0], 4);
+}
+
+TEST(Prep, EmptyPretokenizedDocumentHasNoSequence) {
+  const std::string dir = ScratchDir("prep_empty_doc");
+  ASSERT_TRUE(WriteStringToFile(dir + "/in.jsonl",
+                                "{\"text\": [1]}\n{\"text\": []}\n{\"text\": [[], [2], []]}\n")
+                  .ok());
+  for (bool eod : {false, true}) {
+    PrepOptions o = Pretok(dir);
+    o.append_eod = eod;
+    if (eod) o.eod_id = 0;
+    auto s = RunPrep(o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_EQ(s->documents, 3);  // the empty document is recorded, as in text mode
+    EXPECT_EQ(s->sequences, 2);
+    auto ds = IndexedDataset::Open(dir + "/out").value();
+    EXPECT_EQ(ds.sequence_lengths().ToVector(),
+              eod ? (std::vector<int32_t>{2, 2}) : (std::vector<int32_t>{1, 1}));
+    EXPECT_EQ(ds.document_indices().ToVector(), (std::vector<int64_t>{0, 1, 1, 2}));
+  }
+}
+
+TEST(Prep, EodIdWithoutAppendEodIsAnError) {
+  const std::string dir = ScratchDir("prep_eod_alone");
+  ASSERT_TRUE(WriteStringToFile(dir + "/in.jsonl", "{\"text\": [1]}\n").ok());
+  PrepOptions o = Pretok(dir);
+  o.eod_id = 0;
+  auto s = RunPrep(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("--eod-id"), std::string::npos) << s.status().message();
+  EXPECT_NE(s.status().message().find("--append-eod"), std::string::npos) << s.status().message();
+}
+
 }  // namespace
 }  // namespace gridfeed::io

@@ -9,11 +9,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "gridfeed/io/file_util.h"
 
 namespace gridfeed::checkpoint {
 namespace {
 
-// Closes an HDF5 handle on scope exit.
+// Closes an HDF5 handle on scope exit; Close() reports the result where it matters.
 class Handle {
  public:
   Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
@@ -24,6 +29,7 @@ class Handle {
   Handle& operator=(const Handle&) = delete;
   hid_t get() const { return id_; }
   bool ok() const { return id_ >= 0; }
+  bool Close() { return close_(std::exchange(id_, -1)) >= 0; }
 
  private:
   hid_t id_;
@@ -39,103 +45,187 @@ void QuietHdf5() {
 }
 
 Status WriteInts(hid_t group, const char* name, const std::vector<int64_t>& values) {
+  const std::string what = std::string("dataset /gridfeed/") + name;
   const hsize_t n = values.size();
   const hsize_t chunk = std::max<hsize_t>(n, 1);
   Handle space(H5Screate_simple(1, &n, nullptr), H5Sclose);
   Handle plist(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
-  H5Pset_chunk(plist.get(), 1, &chunk);
-  H5Pset_fletcher32(plist.get());
+  if (!space.ok() || !plist.ok() || H5Pset_chunk(plist.get(), 1, &chunk) < 0 ||
+      H5Pset_fletcher32(plist.get()) < 0) {
+    return IoError("cannot set up " + what);
+  }
   Handle ds(
       H5Dcreate2(group, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT, plist.get(), H5P_DEFAULT),
       H5Dclose);
-  if (!ds.ok()) return IoError(std::string("cannot create dataset /gridfeed/") + name);
+  if (!ds.ok()) return IoError("cannot create " + what);
   if (n > 0 &&
       H5Dwrite(ds.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0) {
-    return IoError(std::string("cannot write dataset /gridfeed/") + name);
+    return IoError("cannot write " + what);
   }
+  if (!ds.Close()) return IoError("cannot close " + what);
   return Status::Ok();
 }
 
-Result<std::vector<int64_t>> ReadInts(hid_t group, const char* name, const std::string& path) {
-  Handle ds(H5Dopen2(group, name, H5P_DEFAULT), H5Dclose);
-  if (!ds.ok()) {
-    return DataLoss("checkpoint '" + path + "': dataset /gridfeed/" + name + " is missing");
+// Bounds on what a reader allocates, whatever the file says.
+constexpr hsize_t kMaxSources = hsize_t{1} << 20;
+constexpr size_t kMaxStringBytes = size_t{64} << 20;
+
+// What ReadInts accepts: `min_n` <= extent <= `max_n`, every value >= `min_value`.
+struct IntsSpec {
+  const char* name;
+  hsize_t min_n, max_n;
+  int64_t min_value;
+};
+
+bool HasFletcher32(hid_t ds) {
+  Handle plist(H5Dget_create_plist(ds), H5Pclose);
+  if (!plist.ok()) return false;
+  const int n = H5Pget_nfilters(plist.get());
+  for (int i = 0; i < n; ++i) {
+    unsigned flags = 0;
+    size_t nvalues = 0;
+    unsigned filter_config = 0;
+    if (H5Pget_filter2(plist.get(), static_cast<unsigned>(i), &flags, &nvalues, nullptr, 0, nullptr,
+                       &filter_config) == H5Z_FILTER_FLETCHER32) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Reads /gridfeed/<name>: a rank-1 dataset of 64-bit signed integers with the Fletcher32 filter.
+// Shape, type and filter are checked before anything is allocated.
+Result<std::vector<int64_t>> ReadInts(hid_t group, const IntsSpec& spec, const std::string& path) {
+  const std::string where =
+      "checkpoint '" + path + "': dataset /gridfeed/" + std::string(spec.name) + " ";
+  Handle ds(H5Dopen2(group, spec.name, H5P_DEFAULT), H5Dclose);
+  if (!ds.ok()) return DataLoss(where + "is missing or unreadable");
+  Handle type(H5Dget_type(ds.get()), H5Tclose);
+  if (!type.ok() || H5Tget_class(type.get()) != H5T_INTEGER || H5Tget_size(type.get()) != 8 ||
+      H5Tget_sign(type.get()) != H5T_SGN_2) {
+    return DataLoss(where + "is not of type int64");
   }
   Handle space(H5Dget_space(ds.get()), H5Sclose);
+  if (!space.ok() || H5Sget_simple_extent_type(space.get()) != H5S_SIMPLE ||
+      H5Sget_simple_extent_ndims(space.get()) != 1) {
+    return DataLoss(where + "is not one-dimensional");
+  }
   hsize_t n = 0;
-  H5Sget_simple_extent_dims(space.get(), &n, nullptr);
+  if (H5Sget_simple_extent_dims(space.get(), &n, nullptr) != 1) {
+    return DataLoss(where + "has an unreadable shape");
+  }
+  if (n < spec.min_n || n > spec.max_n) {
+    return DataLoss(where + "has " + std::to_string(n) + " elements, expected " +
+                    (spec.min_n == spec.max_n
+                         ? std::to_string(spec.min_n)
+                         : std::to_string(spec.min_n) + " to " + std::to_string(spec.max_n)));
+  }
+  if (!HasFletcher32(ds.get())) return DataLoss(where + "lacks the Fletcher32 checksum filter");
+  // Unwritten chunks would read as zeros without a checksum: every element must be stored.
+  if (H5Dget_storage_size(ds.get()) < n * 8) {
+    return DataLoss(where + "stores fewer bytes than its " + std::to_string(n) + " elements need");
+  }
   std::vector<int64_t> out(n);
   if (n > 0 && H5Dread(ds.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) < 0) {
-    return DataLoss("checkpoint '" + path + "': dataset /gridfeed/" + name +
-                    " fails its Fletcher32 checksum or cannot be read (corrupt file)");
+    return DataLoss(where + "fails its Fletcher32 checksum or cannot be read (corrupt file)");
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] < spec.min_value) {
+      return DataLoss(where + "holds " + std::to_string(out[i]) + " at index " + std::to_string(i) +
+                      ", below the minimum " + std::to_string(spec.min_value));
+    }
   }
   return out;
 }
 
 Status WriteString(hid_t group, const char* name, const std::string& value) {
+  const std::string what = std::string("attribute /gridfeed/") + name;
   Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
-  H5Tset_size(type.get(), std::max<size_t>(value.size(), 1));
   Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  if (!type.ok() || !space.ok() || H5Tset_size(type.get(), std::max<size_t>(value.size(), 1)) < 0) {
+    return IoError("cannot set up " + what);
+  }
   Handle attr(H5Acreate2(group, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
-  if (!attr.ok() || H5Awrite(attr.get(), type.get(), value.empty() ? "" : value.data()) < 0) {
-    return IoError(std::string("cannot write attribute ") + name);
+  if (!attr.ok() || H5Awrite(attr.get(), type.get(), value.empty() ? "" : value.data()) < 0 ||
+      !attr.Close()) {
+    return IoError("cannot write " + what);
   }
   return Status::Ok();
 }
 
+// Reads the scalar, fixed-length string attribute /gridfeed/<name>.
 Result<std::string> ReadString(hid_t group, const char* name, const std::string& path) {
+  const std::string where = "checkpoint '" + path + "': attribute /gridfeed/" + name + " ";
   Handle attr(H5Aopen(group, name, H5P_DEFAULT), H5Aclose);
-  if (!attr.ok()) return DataLoss("checkpoint '" + path + "': attribute " + name + " is missing");
+  if (!attr.ok()) return DataLoss(where + "is missing or unreadable");
   Handle type(H5Aget_type(attr.get()), H5Tclose);
-  const size_t size = H5Tget_size(type.get());
-  std::string out(size, '\0');
-  if (H5Aread(attr.get(), type.get(), out.data()) < 0) {
-    return DataLoss("checkpoint '" + path + "': attribute " + name + " cannot be read");
+  if (!type.ok() || H5Tget_class(type.get()) != H5T_STRING || H5Tis_variable_str(type.get()) != 0) {
+    return DataLoss(where + "is not a fixed-length string");
   }
+  Handle space(H5Aget_space(attr.get()), H5Sclose);
+  if (!space.ok() || H5Sget_simple_extent_type(space.get()) != H5S_SCALAR) {
+    return DataLoss(where + "is not a scalar");
+  }
+  const size_t size = H5Tget_size(type.get());
+  if (size == 0 || size > kMaxStringBytes) {
+    return DataLoss(where + "has an implausible size of " + std::to_string(size) + " bytes");
+  }
+  Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
+  if (!mem.ok() || H5Tset_size(mem.get(), size) < 0) return Internal("cannot set up " + where);
+  std::string out(size, '\0');
+  if (H5Aread(attr.get(), mem.get(), out.data()) < 0) return DataLoss(where + "cannot be read");
   out.resize(std::strlen(out.c_str()));
   return out;
 }
 
-Status FsyncPath(const std::string& path, bool directory) {
-  int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
-  if (fd < 0) return IoError("cannot open '" + path + "' to fsync: " + std::strerror(errno));
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) return IoError("cannot fsync '" + path + "': " + std::strerror(errno));
-  return Status::Ok();
+// Builds the file in memory (HDF5 core driver, no backing store) so HDF5 never writes to disk:
+// every byte reaches the disk through io::AtomicFile, whose writes, fsync, close and rename are
+// checked, and a failed HDF5 call leaves no half-written file or open file id behind.
+Result<std::vector<unsigned char>> BuildImage(const std::string& name, const Cursor& c) {
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  if (!fapl.ok() || H5Pset_fapl_core(fapl.get(), 64 << 10, /*backing_store=*/0) < 0) {
+    return Internal("cannot set up the HDF5 in-memory driver");
+  }
+  Handle file(H5Fcreate(name.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()), H5Fclose);
+  if (!file.ok()) return IoError("cannot create the in-memory HDF5 file");
+  Handle group(H5Gcreate2(file.get(), "/gridfeed", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+               H5Gclose);
+  if (!group.ok()) return IoError("cannot create group /gridfeed");
+  const hid_t g = group.get();
+  GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "format_version", {kFormatVersion}));
+  GRIDFEED_RETURN_IF_ERROR(WriteString(g, "fingerprint", c.fingerprint));
+  GRIDFEED_RETURN_IF_ERROR(WriteString(g, "canonical_config", c.canonical_config));
+  GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "iteration", {c.iteration}));
+  GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "consumed_train_samples", {c.consumed_train_samples}));
+  GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "consumed_valid_samples", {c.consumed_valid_samples}));
+  GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "consumed_test_samples", {c.consumed_test_samples}));
+  GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "source_consumed_samples", c.source_samples));
+  GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "source_consumed_tokens", c.source_tokens));
+  GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "grid_dp_tp_pp_cp", {c.dp, c.tp, c.pp, c.cp}));
+  GRIDFEED_RETURN_IF_ERROR(
+      WriteInts(g, "micro_global_batch_size", {c.micro_batch_size, c.global_batch_size}));
+  if (!group.Close()) return IoError("cannot close group /gridfeed");
+  if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) return IoError("cannot flush the HDF5 file");
+  const ssize_t size = H5Fget_file_image(file.get(), nullptr, 0);
+  if (size <= 0) return IoError("cannot get the HDF5 file image");
+  std::vector<unsigned char> image(static_cast<size_t>(size));
+  if (H5Fget_file_image(file.get(), image.data(), image.size()) != size) {
+    return IoError("cannot copy the HDF5 file image");
+  }
+  if (!file.Close()) return IoError("cannot close the HDF5 file");
+  return image;
 }
 
 }  // namespace
 
 Status WriteCursor(const std::string& path, const Cursor& c) {
   QuietHdf5();
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    Handle file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
-    if (!file.ok()) return IoError("cannot create checkpoint '" + tmp + "'");
-    Handle group(H5Gcreate2(file.get(), "/gridfeed", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                 H5Gclose);
-    if (!group.ok()) return IoError("cannot create group /gridfeed in '" + tmp + "'");
-    const hid_t g = group.get();
-    Status st = WriteInts(g, "format_version", {kFormatVersion});
-    if (st.ok()) st = WriteString(g, "fingerprint", c.fingerprint);
-    if (st.ok()) st = WriteString(g, "canonical_config", c.canonical_config);
-    if (st.ok()) st = WriteInts(g, "iteration", {c.iteration});
-    if (st.ok()) st = WriteInts(g, "consumed_train_samples", {c.consumed_train_samples});
-    if (st.ok()) st = WriteInts(g, "consumed_valid_samples", {c.consumed_valid_samples});
-    if (st.ok()) st = WriteInts(g, "consumed_test_samples", {c.consumed_test_samples});
-    if (st.ok()) st = WriteInts(g, "source_consumed_samples", c.source_samples);
-    if (st.ok()) st = WriteInts(g, "source_consumed_tokens", c.source_tokens);
-    if (st.ok()) st = WriteInts(g, "grid_dp_tp_pp_cp", {c.dp, c.tp, c.pp, c.cp});
-    if (st.ok()) {
-      st = WriteInts(g, "micro_global_batch_size", {c.micro_batch_size, c.global_batch_size});
-    }
-    if (!st.ok()) {
-      std::remove(tmp.c_str());
-      return st.WithContext("checkpoint '" + path + "'");
-    }
-  }
-  Status st = FsyncPath(tmp, false);
+  GRIDFEED_ASSIGN_OR_RETURN(io::AtomicFile out, io::AtomicFile::Create(path));
+  // The in-memory file needs a name that no file has (it is never created).
+  auto image = BuildImage(out.temp_path() + ".image", c);
+  if (!image.ok()) return image.status().WithContext("checkpoint '" + path + "'");
+  GRIDFEED_RETURN_IF_ERROR(out.Write(image->data(), image->size()));
+  GRIDFEED_RETURN_IF_ERROR(out.Commit(/*publish=*/false));
   // Tests only (GRIDFEED_TESTING_CRASH_BEFORE_RENAME=<iteration>): die between the complete
   // temporary file and the rename, the window in which a crash must leave the previous checkpoint
   // intact.
@@ -143,20 +233,16 @@ Status WriteCursor(const std::string& path, const Cursor& c) {
       v && std::atoll(v) == c.iteration) {
     std::raise(SIGKILL);
   }
-  if (st.ok() && std::rename(tmp.c_str(), path.c_str()) != 0) {
-    st = IoError("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
-  }
-  if (!st.ok()) {
-    std::remove(tmp.c_str());
-    return st;
-  }
-  const auto dir = std::filesystem::absolute(path).parent_path().string();
-  return FsyncPath(dir, true);
+  return out.Publish();
 }
 
 Result<Cursor> ReadCursor(const std::string& path) {
   QuietHdf5();
   if (!std::filesystem::exists(path)) return NotFound("no checkpoint file '" + path + "'");
+  {  // HDF5 opens by name: refuse a FIFO (it would block) or device first.
+    GRIDFEED_ASSIGN_OR_RETURN(const int fd, io::OpenRegularFile(path, "checkpoint"));
+    ::close(fd);
+  }
   if (H5Fis_hdf5(path.c_str()) <= 0) {
     return DataLoss("checkpoint '" + path + "' is not a readable HDF5 file (corrupt or truncated)");
   }
@@ -167,19 +253,23 @@ Result<Cursor> ReadCursor(const std::string& path) {
   Handle group(H5Gopen2(file.get(), "/gridfeed", H5P_DEFAULT), H5Gclose);
   if (!group.ok()) return DataLoss("checkpoint '" + path + "' has no /gridfeed group");
   const hid_t g = group.get();
-  GRIDFEED_ASSIGN_OR_RETURN(auto version, ReadInts(g, "format_version", path));
-  if (version.size() != 1) return DataLoss("checkpoint '" + path + "': bad format_version");
+  constexpr int64_t kAny = std::numeric_limits<int64_t>::min();
+  GRIDFEED_ASSIGN_OR_RETURN(auto version, ReadInts(g, {"format_version", 1, 1, kAny}, path));
   if (version[0] > kFormatVersion) {
     return FailedPrecondition("checkpoint '" + path + "' has format version " +
                               std::to_string(version[0]) + "; this gridfeed reads up to " +
                               std::to_string(kFormatVersion) + " (upgrade gridfeed)");
   }
+  if (version[0] < 1) {
+    return DataLoss("checkpoint '" + path + "': dataset /gridfeed/format_version holds " +
+                    std::to_string(version[0]) + ", not a format version (1 to " +
+                    std::to_string(kFormatVersion) + ")");
+  }
   Cursor c;
   GRIDFEED_ASSIGN_OR_RETURN(c.fingerprint, ReadString(g, "fingerprint", path));
   GRIDFEED_ASSIGN_OR_RETURN(c.canonical_config, ReadString(g, "canonical_config", path));
   auto scalar = [&](const char* name, int64_t* out) -> Status {
-    GRIDFEED_ASSIGN_OR_RETURN(auto v, ReadInts(g, name, path));
-    if (v.size() != 1) return DataLoss("checkpoint '" + path + "': " + name + " is not a scalar");
+    GRIDFEED_ASSIGN_OR_RETURN(auto v, ReadInts(g, {name, 1, 1, 0}, path));
     *out = v[0];
     return Status::Ok();
   };
@@ -187,13 +277,18 @@ Result<Cursor> ReadCursor(const std::string& path) {
   GRIDFEED_RETURN_IF_ERROR(scalar("consumed_train_samples", &c.consumed_train_samples));
   GRIDFEED_RETURN_IF_ERROR(scalar("consumed_valid_samples", &c.consumed_valid_samples));
   GRIDFEED_RETURN_IF_ERROR(scalar("consumed_test_samples", &c.consumed_test_samples));
-  GRIDFEED_ASSIGN_OR_RETURN(c.source_samples, ReadInts(g, "source_consumed_samples", path));
-  GRIDFEED_ASSIGN_OR_RETURN(c.source_tokens, ReadInts(g, "source_consumed_tokens", path));
-  GRIDFEED_ASSIGN_OR_RETURN(auto grid, ReadInts(g, "grid_dp_tp_pp_cp", path));
-  GRIDFEED_ASSIGN_OR_RETURN(auto batch, ReadInts(g, "micro_global_batch_size", path));
-  if (grid.size() != 4 || batch.size() != 2) {
-    return DataLoss("checkpoint '" + path + "': grid or batch sizes malformed");
+  GRIDFEED_ASSIGN_OR_RETURN(c.source_samples,
+                            ReadInts(g, {"source_consumed_samples", 0, kMaxSources, 0}, path));
+  GRIDFEED_ASSIGN_OR_RETURN(c.source_tokens,
+                            ReadInts(g, {"source_consumed_tokens", 0, kMaxSources, 0}, path));
+  if (c.source_tokens.size() != c.source_samples.size()) {
+    return DataLoss("checkpoint '" + path + "': dataset /gridfeed/source_consumed_tokens has " +
+                    std::to_string(c.source_tokens.size()) +
+                    " elements, /gridfeed/source_consumed_samples " +
+                    std::to_string(c.source_samples.size()));
   }
+  GRIDFEED_ASSIGN_OR_RETURN(auto grid, ReadInts(g, {"grid_dp_tp_pp_cp", 4, 4, 1}, path));
+  GRIDFEED_ASSIGN_OR_RETURN(auto batch, ReadInts(g, {"micro_global_batch_size", 2, 2, 1}, path));
   c.dp = grid[0], c.tp = grid[1], c.pp = grid[2], c.cp = grid[3];
   c.micro_batch_size = batch[0], c.global_batch_size = batch[1];
   return c;

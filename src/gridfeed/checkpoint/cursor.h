@@ -1,7 +1,8 @@
 // The consumed-sample cursor and its HDF5 schema (README "Checkpoint format").
 //
-// Group /gridfeed of a file of gridfeed's own, written by one rank: a temporary file, fsync,
-// rename over the target, fsync of the directory, so a crash leaves the old checkpoint or the
+// Group /gridfeed of a file of gridfeed's own, written by one rank: the file is built in memory,
+// then published with io::AtomicFile (exclusive temporary, checked writes, fsync, rename over the
+// target, fsync of the directory), so a crash or a full disk leaves the old checkpoint or the
 // new one, never a mix. Datasets are chunked with the Fletcher32 checksum, so a flipped byte is
 // reported as corruption. A reader of format version N rejects version N+1 with a clear message.
 // Local (no MPI); thread-compatible.
@@ -30,8 +31,15 @@ struct Cursor {
   int64_t micro_batch_size = 1, global_batch_size = 1;
 };
 
+// IoError (naming the file and errno) if any step fails; the old file at `path` is untouched then
+// and no temporary remains.
 Status WriteCursor(const std::string& path, const Cursor& cursor);
-// NotFound for a missing file, DataLoss for a corrupt or truncated one (nothing is written).
+// NotFound for a missing file, IoError (without blocking) for a FIFO or other
+// non-regular file. DataLoss (naming the file and the dataset) for a corrupt,
+// truncated or hand-edited one: every dataset must be rank 1, int64, carry the Fletcher32 filter
+// and have its schema's extent (source arrays: equal, at most 2^20), values must be in range
+// (version >= 1, iteration and consumed counts >= 0, grid and batch sizes >= 1); sizes are
+// checked before anything is allocated. FailedPrecondition for a newer format version.
 Result<Cursor> ReadCursor(const std::string& path);
 
 }  // namespace gridfeed::checkpoint

@@ -1,79 +1,289 @@
 #include "gridfeed/io/file_util.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <mutex>
+#include <random>
 #include <utility>
 
 namespace gridfeed::io {
+namespace {
+
+std::string Errno(int err) { return std::strerror(err); }
+
+// The directory holding `path` ("." for a bare name).
+std::string DirOf(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::string RandomSuffix() {
+  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  std::array<unsigned char, 12> raw{};
+  if (::getrandom(raw.data(), raw.size(), 0) != static_cast<ssize_t>(raw.size())) {
+    std::random_device rd;  // getrandom unavailable: still unpredictable
+    for (auto& b : raw) b = static_cast<unsigned char>(rd());
+  }
+  std::string out;
+  for (unsigned char b : raw) out += kChars[b % (sizeof(kChars) - 1)];
+  return out;
+}
+
+Status FsyncDir(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return IoError("cannot open directory '" + dir + "' to fsync: " + Errno(errno));
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) return IoError("cannot fsync directory '" + dir + "': " + Errno(err));
+  return Status::Ok();
+}
+
+// Names of live temporaries, read by the signal handler. A slot is free (0), being written (1)
+// or holds a name (2); the handler only reads slots in state 2.
+constexpr int kSlots = 256;
+struct Slot {
+  std::atomic<int> state{0};
+  char path[4096];
+};
+Slot g_slots[kSlots];
+
+int RegisterTemp(const std::string& path) {
+  if (path.size() >= sizeof(Slot::path)) return -1;
+  for (int i = 0; i < kSlots; ++i) {
+    int expected = 0;
+    if (g_slots[i].state.compare_exchange_strong(expected, 1)) {
+      std::memcpy(g_slots[i].path, path.c_str(), path.size() + 1);
+      g_slots[i].state.store(2, std::memory_order_release);
+      return i;
+    }
+  }
+  return -1;  // full: this temporary is not removed on a signal
+}
+
+void UnregisterTemp(int slot) {
+  if (slot >= 0) g_slots[slot].state.store(0, std::memory_order_release);
+}
+
+constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP};
+struct sigaction g_previous[std::size(kCleanupSignals)];
+
+extern "C" void RemoveTempsAndReraise(int sig) {
+  for (auto& s : g_slots) {
+    if (s.state.load(std::memory_order_acquire) == 2) ::unlink(s.path);
+  }
+  for (size_t i = 0; i < std::size(kCleanupSignals); ++i) {
+    if (kCleanupSignals[i] == sig) ::sigaction(sig, &g_previous[i], nullptr);
+  }
+  ::raise(sig);  // delivered when this handler returns, to the previous disposition
+}
+
+}  // namespace
+
+Result<TempFile> TempFile::Create(const std::string& target) {
+  TempFile t;
+  t.target_ = target;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    t.path_ = target + ".tmp." + RandomSuffix();
+    t.fd_ = ::open(t.path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (t.fd_ >= 0) {
+      t.slot_ = RegisterTemp(t.path_);
+      return t;
+    }
+    if (errno != EEXIST) {
+      const int err = errno;
+      t.done_ = true;  // nothing of ours to remove
+      return IoError("cannot create a temporary file for '" + target + "' in '" + DirOf(target) +
+                     "': " + Errno(err));
+    }
+  }
+  t.done_ = true;
+  return IoError("cannot create a temporary file for '" + target + "': 100 names taken");
+}
+
+TempFile::TempFile(TempFile&& o) noexcept
+    : target_(std::move(o.target_)),
+      path_(std::move(o.path_)),
+      fd_(std::exchange(o.fd_, -1)),
+      slot_(std::exchange(o.slot_, -1)),
+      done_(std::exchange(o.done_, true)) {}
+
+TempFile::~TempFile() { Discard(); }
+
+Status TempFile::Close() {
+  if (fd_ < 0) return Status::Ok();
+  const int fd = std::exchange(fd_, -1);
+  if (::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return IoError("cannot fsync '" + path_ + "': " + Errno(err));
+  }
+  if (::close(fd) != 0) return IoError("cannot close '" + path_ + "': " + Errno(errno));
+  return Status::Ok();
+}
+
+Status TempFile::Publish() {
+  if (done_) return Internal("Publish of a finished temporary for '" + target_ + "'");
+  Status st = Close();
+  if (st.ok() && ::rename(path_.c_str(), target_.c_str()) != 0) {
+    st = IoError("cannot rename '" + path_ + "' to '" + target_ + "': " + Errno(errno));
+  }
+  if (!st.ok()) {
+    Discard();
+    return st;
+  }
+  done_ = true;
+  UnregisterTemp(std::exchange(slot_, -1));
+  return FsyncDir(DirOf(target_));
+}
+
+void TempFile::Discard() {
+  if (fd_ >= 0) ::close(std::exchange(fd_, -1));
+  if (!done_) ::unlink(path_.c_str());
+  done_ = true;
+  UnregisterTemp(std::exchange(slot_, -1));
+}
 
 Result<AtomicFile> AtomicFile::Create(const std::string& path) {
-  AtomicFile f;
-  f.path_ = path;
-  f.tmp_path_ = path + ".tmp." + std::to_string(::getpid());
-  f.file_ = std::fopen(f.tmp_path_.c_str(), "wb");
-  if (f.file_ == nullptr) {
-    return IoError("cannot create '" + f.tmp_path_ + "': " + std::strerror(errno));
-  }
-  std::setvbuf(f.file_, nullptr, _IOFBF, 1 << 20);
+  GRIDFEED_ASSIGN_OR_RETURN(TempFile tmp, TempFile::Create(path));
+  AtomicFile f(std::move(tmp));
+  f.buffer_.reserve(1 << 20);
   return f;
 }
 
-AtomicFile::AtomicFile(AtomicFile&& o) noexcept
-    : path_(std::move(o.path_)),
-      tmp_path_(std::move(o.tmp_path_)),
-      file_(std::exchange(o.file_, nullptr)),
-      committed_(o.committed_),
-      published_(std::exchange(o.published_, true)),
-      bytes_written_(o.bytes_written_) {}
+Status AtomicFile::Fail(Status st) {
+  if (error_.ok()) error_ = std::move(st);
+  tmp_.Discard();
+  return error_;
+}
 
-AtomicFile::~AtomicFile() {
-  if (file_ != nullptr) std::fclose(file_);
-  if (!published_ && !tmp_path_.empty()) std::remove(tmp_path_.c_str());
+Status AtomicFile::Flush() {
+  const char* p = buffer_.data();
+  size_t left = buffer_.size();
+  while (left > 0) {
+    const ssize_t n = ::write(tmp_.fd(), p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      return Fail(IoError("cannot write '" + tmp_.path() +
+                          "': " + (n < 0 ? Errno(errno) : std::string("no progress"))));
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  buffer_.clear();
+  return Status::Ok();
 }
 
 Status AtomicFile::Write(const void* data, size_t size) {
+  if (!error_.ok()) return error_;
+  if (committed_) return Internal("Write after Commit on '" + path() + "'");
   if (size == 0) return Status::Ok();
-  if (std::fwrite(data, 1, size, file_) != size) {
-    return IoError("cannot write '" + tmp_path_ + "': " + std::strerror(errno));
+  if (buffer_.capacity() == 0) buffer_.reserve(1 << 20);
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const size_t n = std::min(size, buffer_.capacity() - buffer_.size());
+    buffer_.insert(buffer_.end(), p, p + n);
+    p += n;
+    size -= n;
+    bytes_written_ += n;
+    if (buffer_.size() == buffer_.capacity()) GRIDFEED_RETURN_IF_ERROR(Flush());
   }
-  bytes_written_ += size;
   return Status::Ok();
 }
 
 Status AtomicFile::Commit(bool publish) {
-  if (std::fflush(file_) != 0 || ::fsync(::fileno(file_)) != 0) {
-    return IoError("cannot flush '" + tmp_path_ + "': " + std::strerror(errno));
-  }
-  std::fclose(file_);
-  file_ = nullptr;
+  if (!error_.ok()) return error_;
+  if (committed_) return Internal("Commit called twice on '" + path() + "'");
+  GRIDFEED_RETURN_IF_ERROR(Flush());
+  if (Status st = tmp_.Close(); !st.ok()) return Fail(st);
   committed_ = true;
   return publish ? Publish() : Status::Ok();
 }
 
 Status AtomicFile::Publish() {
-  if (!committed_) return Internal("Publish before Commit for '" + path_ + "'");
-  if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
-    return IoError("cannot rename '" + tmp_path_ + "' to '" + path_ + "': " + std::strerror(errno));
-  }
-  published_ = true;
+  if (!error_.ok()) return error_;
+  if (!committed_) return Internal("Publish before Commit for '" + path() + "'");
+  if (Status st = tmp_.Publish(); !st.ok()) return Fail(st);
   return Status::Ok();
 }
 
-Result<std::string> ReadFileToString(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (!std::filesystem::exists(path)) return NotFound("no such file: '" + path + "'");
-    return IoError("cannot read '" + path + "'");
+Status RemoveTempFilesOnSignal() {
+  static std::mutex mu;
+  static bool installed = false;
+  std::lock_guard lock(mu);
+  if (installed) return Status::Ok();
+  for (size_t i = 0; i < std::size(kCleanupSignals); ++i) {
+    struct sigaction sa {};
+    sa.sa_handler = RemoveTempsAndReraise;
+    sigemptyset(&sa.sa_mask);
+    for (int s : kCleanupSignals) sigaddset(&sa.sa_mask, s);
+    if (::sigaction(kCleanupSignals[i], nullptr, &g_previous[i]) != 0) {
+      return IoError(std::string("sigaction: ") + Errno(errno));
+    }
+    if (g_previous[i].sa_handler == SIG_IGN) continue;  // an ignored signal stays ignored
+    if (::sigaction(kCleanupSignals[i], &sa, nullptr) != 0) {
+      return IoError(std::string("sigaction: ") + Errno(errno));
+    }
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  installed = true;
+  return Status::Ok();
+}
+
+Result<int> OpenRegularFile(const std::string& path, const std::string& what) {
+  // O_NONBLOCK: opening a FIFO without a writer would otherwise wait forever.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    const std::string m = "cannot open " + what + " '" + path + "': " + Errno(err);
+    return err == ENOENT ? NotFound(m) : IoError(m);
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return IoError("cannot stat " + what + " '" + path + "': " + Errno(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return IoError(what + " '" + path + "' is not a regular file (" +
+                   (S_ISFIFO(st.st_mode)  ? "a FIFO"
+                    : S_ISDIR(st.st_mode) ? "a directory"
+                                          : "a device or socket") +
+                   ")");
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+Result<std::string> ReadFileToString(const std::string& path) {
+  GRIDFEED_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path));
+  std::string out;
+  char buf[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return IoError("cannot read '" + path + "': " + Errno(err));
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
 }
 
 Status WriteStringToFile(const std::string& path, const std::string& contents) {

@@ -1,47 +1,98 @@
-// Small file helpers: buffered output to a temporary name that is renamed into place only
-// when complete (so a crash never leaves a half-written file under the final name).
+// File helpers: atomic publication (write a temporary, fsync, rename over the target, fsync the
+// directory, so a crash leaves the old file or the new one, never a half-written one), whole-file
+// reads that refuse FIFOs and devices, and removal of temporaries when the process is killed.
+//
+// Temporaries are "<target>.tmp.<12 random characters>" in the target's directory, created with
+// O_CREAT|O_EXCL|O_NOFOLLOW (a name planted in advance, a symlink included, is never opened).
 #pragma once
 
-#include <cstdio>
+#include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "gridfeed/core/status.h"
 
 namespace gridfeed::io {
 
-// Writes to "<path>.tmp.<pid>" and renames it to `path` on Commit(). The destructor removes
-// the temporary file if Commit() was not reached. Move-only; not thread safe.
+// An exclusively created, empty temporary file next to `target`, open for writing (fd()).
+// Publish() fsyncs and closes it, renames it over `target` and fsyncs the directory. Until then
+// the destructor (and a signal, see RemoveTempFilesOnSignal) removes it. For writers that need a
+// file *name* (HDF5, torch::save): create it here, let the library write path() (reopening the
+// existing file, not recreating it), then Publish(). Move-only; not thread safe.
+class TempFile {
+ public:
+  static Result<TempFile> Create(const std::string& target);
+  TempFile(TempFile&& other) noexcept;
+  TempFile& operator=(TempFile&& other) = delete;
+  TempFile(const TempFile&) = delete;
+  ~TempFile();
+
+  int fd() const { return fd_; }  // -1 once closed
+  const std::string& path() const { return path_; }
+  const std::string& target() const { return target_; }
+  // fsync + close; idempotent. IoError naming the file on failure.
+  Status Close();
+  // Close(), rename over target, fsync the directory. On failure the temporary is removed.
+  Status Publish();
+  // Removes the temporary now (nothing happens after Publish).
+  void Discard();
+
+ private:
+  TempFile() = default;
+  std::string target_;
+  std::string path_;
+  int fd_ = -1;
+  int slot_ = -1;      // signal-cleanup registration
+  bool done_ = false;  // published or discarded
+};
+
+// Buffered writes to a TempFile. Every write, the fsync and the close are checked; the first
+// error is sticky (later calls return it). The destructor removes the temporary if it was not
+// published. Move-only; not thread safe.
 class AtomicFile {
  public:
   static Result<AtomicFile> Create(const std::string& path);
-  AtomicFile(AtomicFile&& other) noexcept;
+  AtomicFile(AtomicFile&& other) noexcept = default;
   AtomicFile& operator=(AtomicFile&& other) = delete;
   AtomicFile(const AtomicFile&) = delete;
-  ~AtomicFile();
+  ~AtomicFile() = default;
 
   Status Write(const void* data, size_t size);
   Status Write(std::span<const std::byte> bytes) { return Write(bytes.data(), bytes.size()); }
-  // Flushes, fsyncs, closes and renames. With `publish` false the file stays under its
-  // temporary name (see Publish) so several files can appear together.
+  // Flushes, fsyncs, closes and (with `publish`) publishes. With `publish` false the file stays
+  // under its temporary name until Publish(), so several files can appear together.
   Status Commit(bool publish = true);
   Status Publish();
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return tmp_.target(); }
+  const std::string& temp_path() const { return tmp_.path(); }
   uint64_t bytes_written() const { return bytes_written_; }
 
  private:
-  AtomicFile() = default;
-  std::string path_;
-  std::string tmp_path_;
-  FILE* file_ = nullptr;
+  explicit AtomicFile(TempFile tmp) : tmp_(std::move(tmp)) {}
+  Status Flush();
+  Status Fail(Status st);
+
+  TempFile tmp_;
+  std::vector<char> buffer_;
+  Status error_;
   bool committed_ = false;
-  bool published_ = false;
   uint64_t bytes_written_ = 0;
 };
 
-// Reads a whole (small) file.
+// On SIGINT, SIGTERM and SIGHUP, removes every temporary a live TempFile holds (async-signal-safe
+// unlink), then lets the signal take its previous course (default: the process dies of it).
+// Programs that write outputs call it once at start; idempotent. IoError if sigaction fails.
+Status RemoveTempFilesOnSignal();
+
+// Reads a whole (small) regular file. NotFound if missing; IoError for a FIFO, device or
+// directory (never blocks opening one).
 Result<std::string> ReadFileToString(const std::string& path);
-// Writes a whole file atomically.
+// Opens `path` for reading without blocking on a FIFO and rejects anything but a regular file
+// (IoError naming `what` and the path). Returns the descriptor (O_CLOEXEC, blocking
+// reads) for the caller to close. NotFound if missing.
+Result<int> OpenRegularFile(const std::string& path, const std::string& what = "file");
+// Writes a whole file atomically (AtomicFile).
 Status WriteStringToFile(const std::string& path, const std::string& contents);
 // mkdir -p.
 Status MakeDirs(const std::string& path);

@@ -5,12 +5,16 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 namespace gridfeed::io {
 
 struct LineReader::Impl {
   gzFile file = nullptr;
   std::string path;
+  std::vector<char> buffer = std::vector<char>(1 << 16);
+  size_t begin = 0, end = 0;  // unread bytes of `buffer`
+  bool eof = false;
   ~Impl() {
     if (file != nullptr) gzclose(file);
   }
@@ -33,32 +37,46 @@ LineReader::LineReader(LineReader&&) noexcept = default;
 LineReader& LineReader::operator=(LineReader&&) noexcept = default;
 LineReader::~LineReader() = default;
 
+// Lines are cut at '\n' with memchr, so a NUL byte stays inside its line (it does not end it)
+// and line numbers stay right. Any zlib error, the end of a truncated stream included
+// ("unexpected end of file", also when the cut falls on a line boundary), is DataLoss.
 bool LineReader::Next(std::string* line) {
   line->clear();
-  char buf[1 << 16];
+  if (!status_.ok()) return false;
+  Impl& r = *impl_;
   bool got_any = false;
-  while (gzgets(impl_->file, buf, sizeof(buf)) != nullptr) {
-    got_any = true;
-    size_t n = std::strlen(buf);
-    bytes_read_ += n;
-    if (n > 0 && buf[n - 1] == '\n') {
-      line->append(buf, n - 1);
-      if (!line->empty() && line->back() == '\r') line->pop_back();
-      return true;
+  while (true) {
+    if (r.begin < r.end) {
+      got_any = true;
+      const char* start = r.buffer.data() + r.begin;
+      const size_t avail = r.end - r.begin;
+      const void* nl = std::memchr(start, '\n', avail);
+      const size_t take = nl ? static_cast<size_t>(static_cast<const char*>(nl) - start) : avail;
+      line->append(start, take);
+      r.begin += take;
+      bytes_read_ += take;
+      if (nl) {
+        ++r.begin;
+        ++bytes_read_;
+        if (!line->empty() && line->back() == '\r') line->pop_back();
+        return true;
+      }
     }
-    line->append(buf, n);
+    if (r.eof) return got_any;
+    const int n = gzread(r.file, r.buffer.data(), static_cast<unsigned>(r.buffer.size()));
+    int err = Z_OK;
+    const char* msg = gzerror(r.file, &err);
+    if (n < 0 || err != Z_OK) {
+      std::string why = msg && *msg ? msg : "gzip error";
+      if (err == Z_ERRNO) why = std::strerror(errno);
+      if (err == Z_BUF_ERROR) why += " (truncated gzip stream)";
+      status_ = DataLoss("cannot read '" + r.path + "': " + why);
+      return false;
+    }
+    r.begin = 0;
+    r.end = static_cast<size_t>(n);
+    if (n == 0) r.eof = true;
   }
-  int err = 0;
-  const char* msg = gzerror(impl_->file, &err);
-  if (err != Z_OK && err != Z_BUF_ERROR) {
-    status_ = DataLoss("cannot read '" + impl_->path + "': " + (msg ? msg : "gzip error"));
-    return false;
-  }
-  if (!gzeof(impl_->file) && err == Z_BUF_ERROR) {
-    status_ = DataLoss("cannot read '" + impl_->path + "': truncated gzip stream");
-    return false;
-  }
-  return got_any;
 }
 
 }  // namespace gridfeed::io

@@ -16,8 +16,9 @@ class LineReader {
   LineReader& operator=(LineReader&&) noexcept;
   ~LineReader();
 
-  // Reads the next line without its '\n' (and '\r'). Returns false at end of file; a read
-  // error is reported through status().
+  // Reads the next line without its '\n' (and '\r'); NUL bytes are kept, only '\n' ends a
+  // line. Returns false at end of file or on error; an error (DataLoss: unreadable input, corrupt
+  // or truncated gzip stream, even when cut at a line boundary) is reported through status().
   bool Next(std::string* line);
   const Status& status() const { return status_; }
   // Bytes of (uncompressed) input consumed so far.

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <utility>
 
+#include "gridfeed/io/file_util.h"
+
 namespace gridfeed::io {
 namespace {
 
@@ -28,17 +30,13 @@ Result<size_t> FileSize(const std::string& path) {
 }
 
 Result<MMapFile> MMapFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus("cannot open", path, errno);
+  // Never blocks on a FIFO; anything but a regular file is InvalidArgument.
+  GRIDFEED_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path));
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     int err = errno;
     ::close(fd);
     return ErrnoStatus("cannot stat", path, err);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return IoError("not a regular file: '" + path + "'");
   }
   MMapFile file;
   file.path_ = path;

@@ -13,7 +13,8 @@ namespace gridfeed::io {
 
 class MMapFile {
  public:
-  // NotFound if the file does not exist, IoError if it cannot be opened or mapped.
+  // NotFound if the file does not exist, IoError (at once, never blocking) for a FIFO,
+  // device or directory, IoError if it cannot be opened or mapped.
   static Result<MMapFile> Open(const std::string& path);
 
   MMapFile() = default;
@@ -35,7 +36,7 @@ class MMapFile {
   std::string path_;
 };
 
-// The size of a file in bytes, or NotFound/IoError.
+// The size of a regular file in bytes; NotFound or IoError (also for a non-regular file).
 Result<size_t> FileSize(const std::string& path);
 
 }  // namespace gridfeed::io

@@ -25,6 +25,10 @@ struct Encoded {
 Encoded EncodeLine(const std::string& line, const PrepOptions& opt, const Tokenizer& tok,
                    int64_t eod) {
   Encoded out;
+  if (const auto nul = line.find('\0'); nul != std::string::npos) {
+    out.status = InvalidArgument("NUL byte at column " + std::to_string(nul + 1));
+    return out;
+  }
   auto doc = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
     out.status = InvalidArgument("not a JSON object");
@@ -68,6 +72,10 @@ Result<PrepStats> RunPrep(const PrepOptions& opt) {
       return InvalidArgument("--vocab-size " + std::to_string(*opt.vocab_size) +
                              " differs from the model's " + std::to_string(tok->vocab_size()));
     }
+  }
+  if (opt.eod_id && !opt.append_eod) {
+    return InvalidArgument(
+        "--eod-id is given without --append-eod (add --append-eod to append it)");
   }
   int64_t eod = -1;
   if (opt.append_eod) {

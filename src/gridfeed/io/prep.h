@@ -23,7 +23,7 @@ struct PrepOptions {
   bool pretokenized = false;          // the key holds token ids
   std::optional<int64_t> vocab_size;  // required with `pretokenized`; decides the dtype
   bool append_eod = false;            // append eod_id to the last sequence of a document
-  std::optional<int64_t> eod_id;      // default: the tokenizer's EOS
+  std::optional<int64_t> eod_id;      // default: the tokenizer's EOS; only with append_eod
   bool skip_bad_lines = false;        // count and skip instead of stopping
   int workers = 0;                    // 0 = all cores
   bool progress = false;              // live progress line on stderr

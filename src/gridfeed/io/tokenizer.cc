@@ -58,13 +58,15 @@ class PretokenizedTokenizer final : public Tokenizer {
     if (!nested) {
       out.emplace_back();
       GRIDFEED_RETURN_IF_ERROR(Fill(v, &out.back()));
-      return out;
+    } else {
+      for (const auto& seq : v) {
+        if (!seq.is_array()) return InvalidArgument("mixed list: expected a list of lists");
+        out.emplace_back();
+        GRIDFEED_RETURN_IF_ERROR(Fill(seq, &out.back()));
+      }
     }
-    for (const auto& seq : v) {
-      if (!seq.is_array()) return InvalidArgument("mixed list: expected a list of lists");
-      out.emplace_back();
-      GRIDFEED_RETURN_IF_ERROR(Fill(seq, &out.back()));
-    }
+    // Empty sequences are dropped, as the text tokenizer drops texts that encode to nothing.
+    std::erase_if(out, [](const Sequence& s) { return s.empty(); });
     return out;
   }
   int64_t vocab_size() const override { return vocab_size_; }

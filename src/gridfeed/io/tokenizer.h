@@ -32,8 +32,9 @@ class Tokenizer {
 // sequence per non-empty entry (like Megatron's preprocessing).
 Result<std::unique_ptr<Tokenizer>> MakeSentencePieceTokenizer(const std::string& model_path);
 
-// Already tokenized input: a list of ints is one sequence, a list of lists several sequences.
-// Every id must lie in [0, vocab_size).
+// Already tokenized input: a list of ints is one sequence, a list of lists several sequences;
+// empty lists give no sequence (an empty document has none, as in text mode). Every id must lie
+// in [0, vocab_size).
 std::unique_ptr<Tokenizer> MakePretokenizedTokenizer(int64_t vocab_size);
 
 }  // namespace gridfeed::io
