@@ -11,6 +11,7 @@
 #include "gridfeed/audit/replay.h"
 #include "gridfeed/config/canonical.h"
 #include "gridfeed/config/flags.h"
+#include "gridfeed/core/stopwatch.h"
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/npy.h"
 
@@ -65,6 +66,8 @@ Status RunReplay(const AuditArgs& a, const config::OptionFlags& flags) {
   GRIDFEED_ASSIGN_OR_RETURN(auto replay, MakeReplay(a, flags));
   const int64_t dp = replay->max_dp_size();
   if (a.out.empty()) std::printf("%s\n", audit::kLedgerColumns);
+  Stopwatch progress;  // long replays say how far they are
+  int64_t done = 0;
   for (int64_t r = 0; r < dp; ++r) {
     const auto batches = replay->Batches(steps.first, steps.second, r);
     std::string tsv = std::string(audit::kLedgerColumns) + "\n";
@@ -73,6 +76,12 @@ Status RunReplay(const AuditArgs& a, const config::OptionFlags& flags) {
     for (const auto& b : batches) {
       uniform = uniform && b.positions.size() == batches.front().positions.size();
       for (int64_t p : b.positions) {
+        if (++done % 4096 == 0 && progress.Seconds() > 5) {
+          std::fprintf(stderr, "replay: DP rank %lld of %lld, %lld records so far\n",
+                       static_cast<long long>(r), static_cast<long long>(dp),
+                       static_cast<long long>(done));
+          progress.Lap();
+        }
         flat.push_back(p);
         const std::string line =
             audit::FormatRecord(replay->Record(p, b.iteration, b.micro_batch, r));

@@ -23,6 +23,19 @@ int main(int argc, char** argv) {
   add(gridfeed::app::RegisterRun);
   add(gridfeed::app::RegisterAudit);
   CLI::App* version = app.add_subcommand("version", "Print the version and the device probe");
+  if (argc > 1 && argv[1][0] != '-') {  // CLI11 would say "A subcommand is required"
+    bool known = false;
+    std::string names;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known = known || sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "gridfeed: unknown subcommand '%s'; one of %s (see --help)\n", argv[1],
+                   names.c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -113,6 +113,17 @@ Status RunFeeder(const RunArgs& a, const config::OptionFlags& flags) {
   GRIDFEED_RETURN_IF_ERROR(parallel::AgreeOnStatus(
       MPI_COMM_WORLD, resolved.ok() ? Status::Ok() : resolved.status(), world_rank));
   const config::JobOptions& options = *resolved;
+  // An unwritable --save folder is found now, not at the first save (world rank 0 saves).
+  Status writable;
+  if (world_rank == 0 && !a.save_path.empty()) {
+    auto probe = io::TempFile::Create(a.save_path);
+    if (probe.ok()) {
+      probe->Discard();
+    } else {
+      writable = probe.status().WithContext("--save");
+    }
+  }
+  GRIDFEED_RETURN_IF_ERROR(parallel::AgreeOnStatus(MPI_COMM_WORLD, writable, world_rank));
   Stopwatch open_watch;
   GRIDFEED_ASSIGN_OR_RETURN(std::unique_ptr<feed::Feeder> f,
                             feed::Feeder::Open(options, MPI_COMM_WORLD));
@@ -249,7 +260,18 @@ Runner RegisterRun(CLI::App& app) {
   return [a, flags]() -> Status {
     int provided = 0;
     MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-    Status st = RunFeeder(*a, *flags);
+    Status st = io::RemoveTempFilesOnSignal();
+    try {
+      if (st.ok()) st = RunFeeder(*a, *flags);
+    } catch (const std::exception& e) {
+      // Unexpected here (libraries' exceptions become Status where they arise): this rank
+      // cannot know where its peers wait, so the job ends from here.
+      int rank = 0;
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      std::fprintf(stderr, "gridfeed run: error (rank %d): unexpected: %s\n", rank, e.what());
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     if (!st.ok()) {
       // Errors that reach here are agreed: every rank has the same one. Each prints it, then
       // all meet once more so no rank is torn down before it printed.

@@ -17,6 +17,7 @@
 #include "gridfeed/audit/ledger.h"
 #include "gridfeed/config/flags.h"
 #include "gridfeed/feed/feeder.h"
+#include "gridfeed/io/file_util.h"
 #include "gridfeed/parallel/agree.h"
 #include "model.h"
 
@@ -85,10 +86,19 @@ int Run(const Args& a, const config::OptionFlags& flags) {
   auto resolved = flags.Resolve();
   if (!resolved.ok()) Fail(resolved.status().ToString());
   feed::FeederOptions options = *resolved;
+  // The trainer's own options decide collectives too (saves, loads): every rank must agree.
+  const std::string mine =
+      a.save_dir + '\n' + a.load_dir + '\n' + std::to_string(a.kill_after_step);
+  if (!parallel::AllEqual(MPI_COMM_WORLD, XXH3_64bits(mine.data(), mine.size()))) {
+    Fail("the ranks were given different --save, --load or testing options");
+  }
   std::string latest;
   if (!a.load_dir.empty()) {
-    std::ifstream in(a.load_dir + "/latest");
-    if (!(in >> latest)) Fail("no checkpoint in '" + a.load_dir + "' (missing 'latest')");
+    auto text = io::ReadFileToString(a.load_dir + "/latest");
+    if (text.ok()) latest = text->substr(0, text->find('\n'));
+    if (!text.ok() || latest.empty() || latest.find('/') != std::string::npos) {
+      Fail("no checkpoint in '" + a.load_dir + "' (missing or empty 'latest')");
+    }
     options.resume.resume_from = a.load_dir + "/" + latest + "/gridfeed.h5";
   }
   const int64_t train_iters = options.run.train_iters;
@@ -235,19 +245,30 @@ int Run(const Args& a, const config::OptionFlags& flags) {
     if (!a.save_dir.empty() && (end || at_interval)) {
       const std::string name = "step" + std::to_string(step + 1);
       const std::string d = a.save_dir + "/" + name;
-      if (g.world_rank() == 0) std::filesystem::create_directories(d);
-      MPI_Barrier(g.world());
+      Status made;
+      if (g.world_rank() == 0) made = io::MakeDirs(d);
+      Status st = parallel::BroadcastStatus(g.world(), 0, made.WithContext("rank 0"));
+      if (!st.ok()) Fail(st.ToString());
+      Status saved;  // libtorch throws; its failure must reach every rank's agreement
       if (g.tp_rank() == 0 && g.cp_rank() == 0 && g.dp_rank() == 0) {
-        torch::save(stage, d + "/stage" + std::to_string(g.pp_rank()) + ".pt");
-        torch::save(opt, d + "/stage" + std::to_string(g.pp_rank()) + "_optim.pt");
+        try {
+          torch::save(stage, d + "/stage" + std::to_string(g.pp_rank()) + ".pt");
+          torch::save(opt, d + "/stage" + std::to_string(g.pp_rank()) + "_optim.pt");
+        } catch (const std::exception& e) {
+          saved = IoError("cannot save the model to '" + d + "': " + e.what());
+        }
       }
-      Status st = feeder.SaveCheckpoint(d + "/gridfeed.h5", step + 1);
+      st = parallel::AgreeOnStatus(g.world(), saved, g.world_rank());
+      if (!st.ok()) Fail(st.ToString());
+      st = feeder.SaveCheckpoint(d + "/gridfeed.h5", step + 1);
       if (!st.ok()) Fail(st.ToString());
       MPI_Barrier(g.world());
+      Status published;
       if (g.world_rank() == 0) {  // the checkpoint counts only once complete
-        std::ofstream(a.save_dir + "/latest.tmp") << name << "\n";
-        std::filesystem::rename(a.save_dir + "/latest.tmp", a.save_dir + "/latest");
+        published = io::WriteStringToFile(a.save_dir + "/latest", name + "\n");
       }
+      st = parallel::BroadcastStatus(g.world(), 0, published.WithContext("rank 0"));
+      if (!st.ok()) Fail(st.ToString());
       MPI_Barrier(g.world());
       if (step + 1 == a.kill_after_step && g.world_rank() == 1 % g.world_size()) {
         std::raise(SIGKILL);
@@ -291,7 +312,15 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return rc;
   }
-  const int rc = gridfeed::toy::Run(a, flags);
+  int rc = 1;
+  try {
+    if (auto st = gridfeed::io::RemoveTempFilesOnSignal(); !st.ok()) {
+      gridfeed::toy::Fail(st.ToString());
+    }
+    rc = gridfeed::toy::Run(a, flags);
+  } catch (const std::exception& e) {
+    gridfeed::toy::Fail(std::string("unexpected: ") + e.what());  // ends the job from here
+  }
   MPI_Finalize();
   return rc;
 }

@@ -6,7 +6,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
+
+#include "gridfeed/io/file_util.h"
 
 namespace gridfeed::config {
 namespace {
@@ -78,13 +79,12 @@ Status SetFromYaml(const OptionRow& row, const YAML::Node& v, JobOptions* o) {
 }  // namespace
 
 Status ApplyYaml(const std::string& path, Groups groups, JobOptions* o) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return NotFound("no such config file: '" + path + "'");
-  }
+  // Read first (a FIFO or directory is refused without blocking), then parse.
+  auto text = io::ReadFileToString(path);
+  if (!text.ok()) return text.status().WithContext("config file");
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
+    root = YAML::Load(*text);
   } catch (const std::exception& e) {
     return InvalidArgument("cannot parse YAML '" + path + "': " + e.what());
   }

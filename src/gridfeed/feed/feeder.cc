@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <exception>
 #include <mutex>
+#include <new>
 #include <thread>
 
 #include "gridfeed/checkpoint/cursor.h"
@@ -142,7 +144,7 @@ Status Feeder::Impl::BuildAndShareTables() {
   const parallel::Grid& g = *grid;
   GRIDFEED_ASSIGN_OR_RETURN(pipeline, order::Pipeline::For(options.data));
   int64_t length = 0;
-  auto make = [&]() -> Result<parallel::ImageProducer> {
+  auto build = [&]() -> Result<parallel::ImageProducer> {
     GRIDFEED_ASSIGN_OR_RETURN(auto built, pipeline->Build());
     length = built->view().length(split);
     if (length == 0) {
@@ -153,6 +155,17 @@ Status Feeder::Impl::BuildAndShareTables() {
     std::shared_ptr<order::ImageWriter> writer = built->TakeImage();
     return parallel::ImageProducer{writer->size(),
                                    [writer](std::byte* dst) { writer->WriteTo(dst); }};
+  };
+  // Rank 0's failures, allocation included, must reach the status header: the other ranks
+  // are waiting for it.
+  auto make = [&]() -> Result<parallel::ImageProducer> {
+    try {
+      return build();
+    } catch (const std::bad_alloc&) {
+      return Internal("out of memory while building the tables");
+    } catch (const std::exception& e) {
+      return Internal(std::string("while building the tables: ") + e.what());
+    }
   };
   parallel::DistributeTimes times;
   GRIDFEED_ASSIGN_OR_RETURN(image,

@@ -1,5 +1,6 @@
 #include "gridfeed/io/index_file.h"
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -33,7 +34,9 @@ Result<IndexView> ParseIndex(std::span<const std::byte> bytes, const std::string
     std::string got;
     for (size_t i = 0; i < sizeof(kIndexMagic); ++i) {
       char c = static_cast<char>(p[i]);
-      got += (c >= 32 && c < 127) ? std::string(1, c) : "\\x" + std::to_string(int(uint8_t(c)));
+      char hex[5];
+      std::snprintf(hex, sizeof(hex), "\\x%02x", static_cast<unsigned>(static_cast<uint8_t>(c)));
+      got += (c >= 32 && c < 127) ? std::string(1, c) : std::string(hex);
     }
     return Corrupt(path, "magic", "'MMIDIDX\\x00\\x00'", "'" + got + "'");
   }

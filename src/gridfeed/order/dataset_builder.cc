@@ -139,9 +139,18 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
                                ": a weighted blend needs a sample count (got none)");
       }
       for (double w : *b->weights) {
-        if (!(w > 0)) return InvalidArgument("blend weights must be > 0, got " + std::to_string(w));
+        if (!(w > 0) || !std::isfinite(w)) {
+          return InvalidArgument("--data-path: blend weights must be finite and > 0, got " +
+                                 std::to_string(w));
+        }
       }
       const auto w = Normalize(*b->weights);
+      for (double x : w) {
+        if (!std::isfinite(x) || !(x > 0)) {  // e.g. weights near 1e308: their sum overflows
+          return InvalidArgument(
+              "--data-path: the blend weights overflow when summed; scale them down");
+        }
+      }
       auto per_dataset = SizePerSplitPerDataset(w, c.sizes, c.mid_level_dataset_surplus);
       sd.blended = true;
       sd.weights = Normalize(w);

@@ -1,6 +1,7 @@
 #include "gridfeed/parallel/shared_image.h"
 
 #include <cstring>
+#include <exception>
 
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/parallel/agree.h"
@@ -93,6 +94,9 @@ Result<std::unique_ptr<SharedImage>> SharedImage::Distribute(const Grid& grid,
 }
 
 SharedImage::~SharedImage() {
+  // MPI_Win_free waits for the node's other readers: a rank unwinding alone (an exception) must
+  // not, it leaves the window to the job's end instead.
+  if (std::uncaught_exceptions() > 0) return;
   if (window_ != MPI_WIN_NULL) MPI_Win_free(&window_);
   if (leaders_comm_ != MPI_COMM_NULL) MPI_Comm_free(&leaders_comm_);
   if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);

@@ -40,8 +40,8 @@ class SharedImage {
   // digest mismatch or MPI failure on any reader.
   static Result<std::unique_ptr<SharedImage>> Distribute(const Grid& grid, const MakeProducer& make,
                                                          Digest digest, DistributeTimes* times);
-  // Frees the window: collective over the readers of the node (all readers destroy together,
-  // never while one of them unwinds alone).
+  // Frees the window: collective over the readers of the node (all readers destroy together).
+  // While an exception unwinds it frees nothing, so a rank never waits for peers alone.
   ~SharedImage();
 
   // The image on readers; empty elsewhere.
