@@ -60,6 +60,19 @@ TEST(Cursor, RoundTrips) {
             1);  // no temporary left behind
 }
 
+TEST(Cursor, TokenStoreFactsAreOptional) {
+  const std::string dir = gridfeed::testing::ScratchDir("cursor_facts");
+  Cursor c = Sample();
+  ASSERT_TRUE(WriteCursor(dir + "/without.h5", c).ok());
+  c.token_store_facts = "0123456789abcdef 42 fedcba9876543210 corpora/x\n";
+  ASSERT_TRUE(WriteCursor(dir + "/with.h5", c).ok());
+  auto without = ReadCursor(dir + "/without.h5");
+  auto with = ReadCursor(dir + "/with.h5");
+  ASSERT_TRUE(without.ok() && with.ok());
+  EXPECT_EQ(without->token_store_facts, "");
+  EXPECT_EQ(with->token_store_facts, c.token_store_facts);
+}
+
 TEST(Cursor, FlippedByteIsReportedAsCorruption) {
   const std::string path = gridfeed::testing::ScratchDir("cursor_flip") + "/ckpt.h5";
   ASSERT_TRUE(WriteCursor(path, Sample()).ok());

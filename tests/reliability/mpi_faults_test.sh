@@ -6,7 +6,8 @@
 #     --save-interval, --ledger, --dump): the same clear error everywhere, no hang;
 #  3. a restart from an older checkpoint at a smaller DP trims the ledger files of DP ranks that
 #     no longer exist, so audit verify accepts the legitimate run;
-#  4. after --allow-batch-size-change the ledger's iterations continue the checkpoint's.
+#  4. after --allow-batch-size-change the ledger's iterations continue the checkpoint's;
+#  5. a resume after a .bin changed in place (same size and index) is refused.
 # Every mpirun runs under `timeout`: a hang fails the test instead of blocking CI.
 set -euo pipefail
 GRIDFEED=$(realpath "$1")
@@ -111,4 +112,17 @@ for position, iteration in rows:
     want = 3 + (position - 24) // 12
     assert iteration == want, (position, iteration, want)
 PY
+# 5. A .bin changed in place (same size, same index, other tokens) after a checkpoint: the
+#    resume compares the sampled data digest and refuses.
+mkdir -p "$WORK/d/corpora"
+cp "$WORK/a/corpora/x.idx" "$WORK/a/corpora/x.bin" "$WORK/d/corpora/"
+cd "$WORK/d"
+"${MPI[@]}" -n 2 "$GRIDFEED" run "${G[@]}" --train-iters 2 --save "$WORK/d.h5" > "$WORK/d1.log" 2>&1 \
+  || { cat "$WORK/d1.log"; fail "run before the change"; }
+cp "$WORK/b/corpora/x.bin" "$WORK/d/corpora/x.bin"
+set +e
+"${MPI[@]}" -n 2 "$GRIDFEED" run "${G[@]}" --train-iters 4 --resume "$WORK/d.h5" > "$WORK/d2.log" 2>&1
+rc=$?
+set -e
+expect_error "$WORK/d2.log" $rc 2 "token files changed since it was written"
 echo "mpi faults: ok"

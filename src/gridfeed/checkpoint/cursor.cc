@@ -195,6 +195,9 @@ Result<std::vector<unsigned char>> BuildImage(const std::string& name, const Cur
   GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "format_version", {kFormatVersion}));
   GRIDFEED_RETURN_IF_ERROR(WriteString(g, "fingerprint", c.fingerprint));
   GRIDFEED_RETURN_IF_ERROR(WriteString(g, "canonical_config", c.canonical_config));
+  if (!c.token_store_facts.empty()) {
+    GRIDFEED_RETURN_IF_ERROR(WriteString(g, "token_store_facts", c.token_store_facts));
+  }
   GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "iteration", {c.iteration}));
   GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "consumed_train_samples", {c.consumed_train_samples}));
   GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "consumed_valid_samples", {c.consumed_valid_samples}));
@@ -268,6 +271,11 @@ Result<Cursor> ReadCursor(const std::string& path) {
   Cursor c;
   GRIDFEED_ASSIGN_OR_RETURN(c.fingerprint, ReadString(g, "fingerprint", path));
   GRIDFEED_ASSIGN_OR_RETURN(c.canonical_config, ReadString(g, "canonical_config", path));
+  const htri_t has_facts = H5Aexists(g, "token_store_facts");
+  if (has_facts < 0) return DataLoss("checkpoint '" + path + "': unreadable attribute list");
+  if (has_facts > 0) {
+    GRIDFEED_ASSIGN_OR_RETURN(c.token_store_facts, ReadString(g, "token_store_facts", path));
+  }
   auto scalar = [&](const char* name, int64_t* out) -> Status {
     GRIDFEED_ASSIGN_OR_RETURN(auto v, ReadInts(g, {name, 1, 1, 0}, path));
     *out = v[0];

@@ -29,6 +29,10 @@ struct Cursor {
   std::vector<int64_t> source_tokens;
   int64_t dp = 1, tp = 1, pp = 1, cp = 1;
   int64_t micro_batch_size = 1, global_batch_size = 1;
+  // What identifies the token files' contents (index digests, sizes, sampled data digests; one
+  // line per store), so a resume notices a changed file of the same size. Optional: empty in
+  // checkpoints written before it existed.
+  std::string token_store_facts;
 };
 
 // IoError (naming the file and errno) if any step fails; the old file at `path` is untouched then

@@ -1,5 +1,7 @@
 #include "gridfeed/checkpoint/resume_policy.h"
 
+#include <sstream>
+
 #include "gridfeed/config/canonical.h"
 
 namespace gridfeed::checkpoint {
@@ -13,6 +15,16 @@ Result<ResumePoint> CheckResume(const Cursor& saved, const ResumeRequest& now) {
     return FailedPrecondition(where + " was written for another data order (" +
                               config::DescribeChange(saved.canonical_config, now.canonical_config) +
                               "); refusing to resume");
+  }
+  if (!saved.token_store_facts.empty() && saved.token_store_facts != now.token_store_facts) {
+    // One line per store: name the first that changed.
+    std::istringstream a(saved.token_store_facts), b(now.token_store_facts);
+    std::string la, lb;
+    while (std::getline(a, la) && std::getline(b, lb) && la == lb) {
+    }
+    return FailedPrecondition(where + ": the token files changed since it was written (saved '" +
+                              la + "', now '" + lb + "'; index digest, data bytes, sampled " +
+                              "data digest, store); refusing to resume");
   }
   if (now.order_depends_on_geometry &&
       (saved.micro_batch_size != now.micro_batch_size || saved.dp != now.dp)) {

@@ -46,6 +46,7 @@ struct Feeder::Impl {
   std::unique_ptr<device::TpBroadcast> device_bcast;
   PayloadLayout layout;
   std::string canonical, fingerprint;
+  std::string store_facts;  // rank 0's token store facts (order::EncodeFacts)
   StartupTimes startup;
   int64_t split_length = 0;
   int64_t resumed_iteration = 0;
@@ -69,10 +70,10 @@ struct Feeder::Impl {
   Status AgreeOnOptions(MPI_Comm comm);
   Status CreateGrid(MPI_Comm comm);
   Status BuildAndShareTables();
-  Status Resume();
-  Status PlanSchedule();
   Status OpenTokenStores();
   Status CheckTokenStores();
+  Status Resume();
+  Status PlanSchedule();
   Status OpenDevicePath();
   void StartPrefetch();
 
@@ -208,6 +209,7 @@ Status Feeder::Impl::Resume() {
     now.global_batch_size = options.batch.global_batch_size;
     now.allow_batch_size_change = options.resume.allow_batch_size_change;
     now.order_depends_on_geometry = options.data.dataloader_type == "cyclic";
+    now.token_store_facts = store_facts;
     auto cursor = checkpoint::ReadCursor(options.resume.resume_from);
     auto resumed = cursor.ok() ? checkpoint::CheckResume(*cursor, now)
                                : Result<checkpoint::ResumePoint>(cursor.status());
@@ -273,6 +275,7 @@ Status Feeder::Impl::CheckTokenStores() {
   if (g.is_reader()) mine = view->TokenStoreFacts(salt);
   std::string reference = order::EncodeFacts(mine);  // rank 0 is a reader
   GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(g.world(), 0, &reference));
+  store_facts = reference;
   Status local;
   if (g.is_reader()) {
     const std::string change = order::DescribeFactsDifference(mine, order::DecodeFacts(reference));
@@ -416,10 +419,10 @@ Result<std::unique_ptr<Feeder>> Feeder::Open(const FeederOptions& options, MPI_C
   GRIDFEED_RETURN_IF_ERROR(im->AgreeOnOptions(comm));
   GRIDFEED_RETURN_IF_ERROR(im->CreateGrid(comm));
   GRIDFEED_RETURN_IF_ERROR(im->BuildAndShareTables());
-  GRIDFEED_RETURN_IF_ERROR(im->Resume());
-  GRIDFEED_RETURN_IF_ERROR(im->PlanSchedule());
   GRIDFEED_RETURN_IF_ERROR(im->OpenTokenStores());
   GRIDFEED_RETURN_IF_ERROR(im->CheckTokenStores());
+  GRIDFEED_RETURN_IF_ERROR(im->Resume());
+  GRIDFEED_RETURN_IF_ERROR(im->PlanSchedule());
   if (options.feed.device_broadcast) GRIDFEED_RETURN_IF_ERROR(im->OpenDevicePath());
   im->StartPrefetch();
   return std::unique_ptr<Feeder>(new Feeder(std::move(im)));
@@ -445,6 +448,7 @@ Status Feeder::SaveCheckpoint(const std::string& path, int64_t iteration) const 
     }
     for (int64_t n : c.source_samples) c.source_tokens.push_back(n * im.options.data.seq_length);
     c.dp = g.dp_size(), c.tp = g.tp_size(), c.pp = g.pp_size(), c.cp = g.cp_size();
+    c.token_store_facts = im.store_facts;
     c.micro_batch_size = im.options.batch.micro_batch_size;
     c.global_batch_size = im.options.batch.global_batch_size;
     written = checkpoint::WriteCursor(path, c);
