@@ -106,6 +106,16 @@ TEST(Ledger, RankZeroTrimsTheFilesOfVanishedDpRanks) {
   EXPECT_EQ(l->entries.size(), 1u + 3 + 1 + 1);  // dp0 trimmed by its writer; dp1 untouched
 }
 
+TEST(Ledger, TornHashIsReportedAsTorn) {
+  const std::string dir = gridfeed::testing::ScratchDir("ledger_torn_hash");
+  ASSERT_TRUE(io::WriteStringToFile(dir + "/dp0.tsv",
+                                    "# fingerprint 00\n# config {}\n0\t0\t0\t0\t0\t0\t0\t0\tabcd\n")
+                  .ok());
+  auto l = ReadLedger(dir);
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.status().message().find("torn"), std::string::npos) << l.status().message();
+}
+
 TEST(Ledger, MalformedLineIsReported) {
   const std::string dir = gridfeed::testing::ScratchDir("ledger_bad");
   ASSERT_TRUE(

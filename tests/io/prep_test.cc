@@ -239,6 +239,17 @@ TEST(Prep, NulByteIsABadLineWithItsOwnLineNumber) {
   EXPECT_EQ(ds.Get(2).value()[0], 4);
 }
 
+TEST(Prep, InvalidJsonSaysWhy) {
+  const std::string dir = ScratchDir("prep_utf8");
+  ASSERT_TRUE(
+      WriteStringToFile(dir + "/in.jsonl", "{\"text\": [1]}\n{\"text\": \"\xff\xfe\"}\n").ok());
+  auto bad = RunPrep(Pretok(dir));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("line 2"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("UTF-8"), std::string::npos) << bad.status().message();
+  EXPECT_EQ(bad.status().message().find("not a JSON object"), std::string::npos);
+}
+
 TEST(Prep, EmptyPretokenizedDocumentHasNoSequence) {
   const std::string dir = ScratchDir("prep_empty_doc");
   ASSERT_TRUE(WriteStringToFile(dir + "/in.jsonl",

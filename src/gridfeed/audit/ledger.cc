@@ -219,6 +219,10 @@ Result<Ledger> ReadLedger(const std::string& dir) {
                                   "\t%" SCNd64 "\t%" SCNd64 "\t%" SCNd64 "\t%31s",
                                   &r.iteration, &r.micro_batch, &r.dp_rank, &r.position, &r.dataset,
                                   &r.dataset_sample, &r.first_document, &r.first_offset, hash);
+      if (got == 9 && (std::strlen(hash) != 16 || std::strspn(hash, "0123456789abcdef") != 16)) {
+        return DataLoss("ledger '" + path + "' line " + std::to_string(n) +
+                        ": a torn or malformed token hash '" + hash + "'");
+      }
       if (got != 9) {
         return DataLoss("ledger '" + path + "' line " + std::to_string(n) +
                         ": expected 9 tab-separated fields, got '" + line + "'");

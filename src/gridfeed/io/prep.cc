@@ -30,7 +30,21 @@ Encoded EncodeLine(const std::string& line, const PrepOptions& opt, const Tokeni
     return out;
   }
   auto doc = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
+  if (doc.is_discarded()) {
+    // Say why (e.g. invalid UTF-8, a missing quote): parse again for the parser's reason.
+    std::string why = "invalid JSON";
+    try {
+      const auto again = nlohmann::json::parse(line);
+      why = "invalid JSON (" + std::to_string(again.size()) + ")";  // not reached
+    } catch (const nlohmann::json::parse_error& e) {
+      why = e.what();
+      const auto at = why.find("] ");  // drop nlohmann's "[json.exception...] " tag
+      if (at != std::string::npos) why = "invalid JSON: " + why.substr(at + 2);
+    }
+    out.status = InvalidArgument(why);
+    return out;
+  }
+  if (!doc.is_object()) {
     out.status = InvalidArgument("not a JSON object");
     return out;
   }
