@@ -40,17 +40,17 @@ Result<IndexView> ParseIndex(std::span<const std::byte> bytes, const std::string
     }
     return Corrupt(path, "magic", "'MMIDIDX\\x00\\x00'", "'" + got + "'");
   }
-  const uint64_t version = LoadLe<uint64_t>(p + 9);
+  const uint64_t version = LoadLe<uint64_t>(p + kIndexVersionOffset);
   if (version != kIndexVersion) {
     return Corrupt(path, "version", "1", std::to_string(version) + " (unsupported version)");
   }
   IndexView view;
-  const uint8_t code = LoadLe<uint8_t>(p + 17);
+  const uint8_t code = LoadLe<uint8_t>(p + kIndexDtypeOffset);
   auto dtype = DTypeFromCode(code);
   if (!dtype.ok()) return Corrupt(path, "dtype", "a code in 1..8", std::to_string(code));
   view.dtype = *dtype;
-  const uint64_t s = LoadLe<uint64_t>(p + 18);
-  const uint64_t d = LoadLe<uint64_t>(p + 26);
+  const uint64_t s = LoadLe<uint64_t>(p + kIndexSequencesOffset);
+  const uint64_t d = LoadLe<uint64_t>(p + kIndexDocumentsOffset);
 
   // Bytes per sequence: 4 (length) + 8 (pointer) [+ 1 (mode)]; per document entry: 8.
   const uint64_t per_seq = multimodal ? 13 : 12;

@@ -19,7 +19,13 @@ namespace gridfeed::io {
 
 inline constexpr char kIndexMagic[9] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', '\0', '\0'};
 inline constexpr uint64_t kIndexVersion = 1;
-inline constexpr size_t kIndexHeaderBytes = 34;
+// Header: magic (9 bytes), u64 version, u8 dtype code, u64 sequence count, u64 document count.
+inline constexpr size_t kIndexVersionOffset = sizeof(kIndexMagic);
+inline constexpr size_t kIndexDtypeOffset = kIndexVersionOffset + 8;
+inline constexpr size_t kIndexSequencesOffset = kIndexDtypeOffset + 1;
+inline constexpr size_t kIndexDocumentsOffset = kIndexSequencesOffset + 8;
+inline constexpr size_t kIndexHeaderBytes = kIndexDocumentsOffset + 8;  // 34
+static_assert(kIndexHeaderBytes == 34);
 
 struct IndexView {
   DType dtype = DType::kUInt16;

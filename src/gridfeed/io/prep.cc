@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "gridfeed/core/stopwatch.h"
 #include "gridfeed/io/indexed_dataset_builder.h"
 #include "gridfeed/io/line_reader.h"
 #include "gridfeed/io/tokenizer.h"
@@ -14,7 +15,6 @@
 namespace gridfeed::io {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr size_t kBatchLines = 2048;
 
 struct Encoded {
@@ -113,8 +113,8 @@ Result<PrepStats> RunPrep(const PrepOptions& opt) {
                             IndexedDatasetBuilder::Create(opt.output_prefix, stats.dtype));
   const int workers =
       opt.workers > 0 ? opt.workers : std::max(1u, std::thread::hardware_concurrency());
-  const auto start = Clock::now();
-  auto last_report = start;
+  const Stopwatch start;
+  Stopwatch since_report;
 
   std::vector<std::string> lines;
   std::vector<Encoded> encoded;
@@ -167,10 +167,9 @@ Result<PrepStats> RunPrep(const PrepOptions& opt) {
       ++stats.documents;
     }
     if (opt.progress) {
-      auto now = Clock::now();
-      if (now - last_report > std::chrono::milliseconds(500) || eof) {
-        last_report = now;
-        double s = std::chrono::duration<double>(now - start).count();
+      if (since_report.Seconds() > 0.5 || eof) {
+        since_report.Lap();
+        const double s = start.Seconds();
         std::fprintf(stderr, "\rprep: %lld documents, %.0f documents/s, %.3g tokens/s   ",
                      static_cast<long long>(stats.documents), stats.documents / s,
                      stats.tokens / s);
@@ -180,7 +179,7 @@ Result<PrepStats> RunPrep(const PrepOptions& opt) {
   }
   if (opt.progress) std::fprintf(stderr, "\n");
   GRIDFEED_RETURN_IF_ERROR(builder.Finalize());
-  stats.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  stats.seconds = start.Seconds();
   return stats;
 }
 
