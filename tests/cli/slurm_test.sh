@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
 # gridfeed under a real (local, single-node) Slurm: `srun --mpi=pmix -n 8` and
 # `sbatch --wait` of scripts/slurm/feed.sbatch both run to completion with their checks.
-# REQUIRES: scripts/slurm-local start (scripts/test does it).
+# REQUIRES: a Slurm: SLURM_CONF names its configuration (scripts/test exports it), else the one
+# scripts/slurm-local runs (its conf, when its slurmctld runs), else the machine's own.
 set -euo pipefail
 GRIDFEED=$(realpath "$1")
 ROOT=$(realpath "$2")
+if [ -z "${SLURM_CONF:-}" ]; then
+  LOCAL_SLURM=${GRIDFEED_SLURM_DIR:-/tmp/gridfeed-slurm}
+  if [ -f "$LOCAL_SLURM/slurmctld.pid" ] && kill -0 "$(cat "$LOCAL_SLURM/slurmctld.pid")" 2>/dev/null
+  then
+    export SLURM_CONF=$LOCAL_SLURM/slurm.conf
+  fi
+fi
 WORK=$(mktemp -d /tmp/gridfeed_slurm.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 export OMPI_MCA_mpi_yield_when_idle=1
 fail() { echo "FAIL: $*" >&2; exit 1; }
-sinfo -h -o %T | grep -qE "idle|mixed" || fail "no local Slurm (scripts/slurm-local start)"
+sinfo -h -o %T | grep -qE "idle|mixed" || fail "no Slurm with an idle node (scripts/slurm-local start, or set SLURM_CONF)"
 
 cd "$ROOT/tests/golden/megatron"
 srun --mpi=pmix -n 8 "$GRIDFEED" run --data-path corpora/corpus_u16 --split 969,30,1 \

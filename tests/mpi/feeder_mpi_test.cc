@@ -2,9 +2,13 @@
 // would give it (checked against the golden micro-batches and against the golden-verified
 // order module), only readers hold tables, nothing is written, and injected failures end
 // with the same error on every rank.
+//
+// Every rank makes the same collective calls on every path: a check that can fail on one rank
+// between collectives is combined over all ranks (GRIDFEED_ASSERT_ALL_RANKS, all_ranks.h) and
+// every rank leaves together, instead of one rank returning from an ASSERT and the others
+// waiting for it in the next collective (the Feeder's destructor is one) until the timeout.
 #include <gtest/gtest.h>
 #include <mpi.h>
-#include <xxhash.h>
 
 #include <filesystem>
 #include <set>
@@ -15,12 +19,15 @@
 #include "gridfeed/order/cp_zigzag.h"
 #include "gridfeed/order/pipeline.h"
 #include "gridfeed/order/read_schedule.h"
+#include "mpi/all_ranks.h"
 #include "testing/paths.h"
 
 namespace gridfeed::feed {
 namespace {
 
+using gridfeed::testing::AllRanksPass;
 using gridfeed::testing::GoldenDir;
+using gridfeed::testing::RanksWhere;
 
 int WorldSize() {
   int n = 0;
@@ -32,6 +39,31 @@ int WorldRank() {
   MPI_Comm_rank(MPI_COMM_WORLD, &r);
   return r;
 }
+
+// Collective: Open ended on every rank as `want_ok` says (records a failure otherwise, see
+// AllRanksPass). Where Open succeeded on some ranks only, those ranks abandon (leak) their
+// Feeder: its destructor is collective and the ranks without one would never join it.
+bool OpenEndedOnEveryRank(Result<std::unique_ptr<Feeder>>& f, bool want_ok, const char* file,
+                          int line) {
+  const int opened = RanksWhere(f.ok());
+  const bool alike = opened == 0 || opened == WorldSize();
+  const bool ok = f.ok();
+  if (!alike && ok) (void)f->release();
+  std::string why;
+  if (!alike) why = "Open ended differently across ranks; here: ";
+  if (ok) {
+    why += "opened";
+  } else {
+    why += f.status().ToString();
+  }
+  return AllRanksPass(alike && ok == want_ok, why, file, line);
+}
+#define ASSERT_OPEN_ALL_RANKS(f, want_ok)                        \
+  do {                                                           \
+    if (!OpenEndedOnEveryRank(f, want_ok, __FILE__, __LINE__)) { \
+      return;                                                    \
+    }                                                            \
+  } while (0)
 
 struct Layout {
   int tp, pp, cp;
@@ -130,7 +162,7 @@ TEST_F(FeederMpi, EveryRankGetsWhatGetBatchGives) {
       const FeederOptions o = OptionsFor(c, l);
       const auto before = WorldRank() == 0 ? ListTree(".") : std::vector<std::string>{};
       auto f = Feeder::Open(o, MPI_COMM_WORLD);
-      ASSERT_TRUE(f.ok()) << f.status().ToString();
+      ASSERT_OPEN_ALL_RANKS(f, true);
       const auto& g = (*f)->grid();
       EXPECT_EQ((*f)->holds_tables(), g.is_reader());
       EXPECT_EQ((*f)->num_open_token_files() > 0, g.is_reader()) << "only readers open .bin";
@@ -140,9 +172,9 @@ TEST_F(FeederMpi, EveryRankGetsWhatGetBatchGives) {
 
       // Expected: the golden-verified order module on this rank, through the same schedule.
       auto pipeline = order::Pipeline::For(o.data);
-      ASSERT_TRUE(pipeline.ok());
+      GRIDFEED_ASSERT_ALL_RANKS(pipeline.ok(), pipeline.status().ToString());
       auto built = (*pipeline)->Build();
-      ASSERT_TRUE(built.ok());
+      GRIDFEED_ASSERT_ALL_RANKS(built.ok(), built.status().ToString());
       const order::OrderView& view = (*built)->view();
       const int64_t S = c.seq_length, mbs = c.mbs, dp = g.dp_size();
       order::ScheduleOptions so;
@@ -151,7 +183,7 @@ TEST_F(FeederMpi, EveryRankGetsWhatGetBatchGives) {
       so.dp_size = dp;
       so.start_consumed = c.consumed;
       auto schedule = order::ReadSchedule::Create(so);
-      ASSERT_TRUE(schedule.ok());
+      GRIDFEED_ASSERT_ALL_RANKS(schedule.ok(), schedule.status().ToString());
       auto walker = schedule->Walk(g.dp_rank());
       const int steps = 3;
       const bool golden = dp == 2;  // the golden micro-batches were taken at DP = 2
@@ -159,90 +191,109 @@ TEST_F(FeederMpi, EveryRankGetsWhatGetBatchGives) {
           GoldenDir() + "/cases/" + c.name + "/batches/dp_rank_" + std::to_string(g.dp_rank());
       for (int step = 0; step < steps; ++step) {
         auto mb = (*f)->Next();
-        ASSERT_TRUE(mb.ok()) << mb.status().ToString();
-        const bool middle = !g.first_stage() && !g.last_stage();
-        EXPECT_EQ(mb->has_inputs, g.first_stage());
-        EXPECT_EQ(mb->has_targets, g.last_stage());
-        if (middle) {
-          EXPECT_TRUE(mb->tokens.empty() && mb->labels.empty() && mb->sample_indices.empty());
-          continue;
-        }
-        std::vector<int64_t> want_idx, tokens, labels, positions;
-        std::vector<float> loss;
-        order::StepBatch batch;
-        ASSERT_TRUE(walker.Next(&batch));
-        for (int64_t k = 0; k < mbs; ++k) {
-          const int64_t p = c.consumed + (step * dp + g.dp_rank()) * mbs + k;
-          EXPECT_EQ(batch.positions[k], p);
-          want_idx.push_back(p);
-          order::Sample s;
-          view.Read(order::Split::kTrain, p, &s);
-          auto put = [&](auto& to, const auto& from) {
-            auto sliced = Slice(from, 1, S, 1, g.cp_size(), g.cp_rank());
-            to.insert(to.end(), sliced.begin(), sliced.end());
-          };
-          put(tokens, s.tokens);
-          put(labels, s.labels);
-          put(positions, s.position_ids);
-          put(loss, s.loss_mask);
-        }
-        EXPECT_EQ(mb->sample_indices, want_idx);
-        if (mb->has_inputs) {
-          EXPECT_EQ(mb->tokens, tokens);
-          EXPECT_EQ(mb->position_ids, positions);
-        }
-        if (mb->has_targets) {
-          EXPECT_EQ(mb->labels, labels);
-          EXPECT_EQ(mb->loss_mask, loss);
-        }
-        if (golden) {
-          // Megatron's own DataLoader micro-batches, CP-sliced like get_batch_on_this_cp_rank.
-          auto gi = io::ReadNpy(gdir + "/sample_indices.npy")->As<int64_t>();
-          if (static_cast<size_t>((step + 1) * mbs) > gi.size()) continue;
-          std::vector<int64_t> gstep(gi.begin() + step * mbs, gi.begin() + (step + 1) * mbs);
-          EXPECT_EQ(mb->sample_indices, gstep);
-          auto rows = [&](const std::string& f, auto tag) {
-            using T = decltype(tag);
-            auto all = io::ReadNpy(gdir + "/" + f)->As<T>();
-            std::vector<T> part(all.begin() + step * mbs * S, all.begin() + (step + 1) * mbs * S);
-            return Slice(part, mbs, S, 1, g.cp_size(), g.cp_rank());
-          };
+        GRIDFEED_ASSERT_ALL_RANKS(mb.ok(), mb.status().ToString());
+        // This rank's checks of the micro-batch: local, so an ASSERT in here leaves only the
+        // lambda, and every rank learns of it below, before the next Next().
+        auto check_step = [&] {
+          const bool middle = !g.first_stage() && !g.last_stage();
+          EXPECT_EQ(mb->has_inputs, g.first_stage());
+          EXPECT_EQ(mb->has_targets, g.last_stage());
+          if (middle) {
+            EXPECT_TRUE(mb->tokens.empty() && mb->labels.empty() && mb->sample_indices.empty());
+            return;
+          }
+          std::vector<int64_t> want_idx, tokens, labels, positions;
+          std::vector<float> loss;
+          order::StepBatch batch;
+          ASSERT_TRUE(walker.Next(&batch));
+          for (int64_t k = 0; k < mbs; ++k) {
+            const int64_t p = c.consumed + (step * dp + g.dp_rank()) * mbs + k;
+            EXPECT_EQ(batch.positions[k], p);
+            want_idx.push_back(p);
+            order::Sample s;
+            view.Read(order::Split::kTrain, p, &s);
+            auto put = [&](auto& to, const auto& from) {
+              auto sliced = Slice(from, 1, S, 1, g.cp_size(), g.cp_rank());
+              to.insert(to.end(), sliced.begin(), sliced.end());
+            };
+            put(tokens, s.tokens);
+            put(labels, s.labels);
+            put(positions, s.position_ids);
+            put(loss, s.loss_mask);
+          }
+          EXPECT_EQ(mb->sample_indices, want_idx);
           if (mb->has_inputs) {
-            EXPECT_EQ(mb->tokens, rows("tokens.npy", int64_t{}));
-            EXPECT_EQ(mb->position_ids, rows("position_ids.npy", int64_t{}));
+            EXPECT_EQ(mb->tokens, tokens);
+            EXPECT_EQ(mb->position_ids, positions);
           }
           if (mb->has_targets) {
-            EXPECT_EQ(mb->labels, rows("labels.npy", int64_t{}));
-            EXPECT_EQ(mb->loss_mask, rows("loss_mask.npy", float{}));
+            EXPECT_EQ(mb->labels, labels);
+            EXPECT_EQ(mb->loss_mask, loss);
           }
-        }
+          if (golden) {
+            // Megatron's own DataLoader micro-batches, CP-sliced like get_batch_on_this_cp_rank.
+            auto gnpy = io::ReadNpy(gdir + "/sample_indices.npy");
+            ASSERT_TRUE(gnpy.ok()) << gnpy.status().ToString();
+            auto gi = gnpy->As<int64_t>();
+            if (static_cast<size_t>((step + 1) * mbs) > gi.size()) return;
+            std::vector<int64_t> gstep(gi.begin() + step * mbs, gi.begin() + (step + 1) * mbs);
+            EXPECT_EQ(mb->sample_indices, gstep);
+            auto rows = [&](const std::string& name, auto tag) {
+              using T = decltype(tag);
+              auto npy = io::ReadNpy(gdir + "/" + name);
+              if (!npy.ok()) {
+                ADD_FAILURE() << npy.status().ToString();
+                return std::vector<T>{};
+              }
+              auto all = npy->As<T>();
+              std::vector<T> part(all.begin() + step * mbs * S, all.begin() + (step + 1) * mbs * S);
+              return Slice(part, mbs, S, 1, g.cp_size(), g.cp_rank());
+            };
+            if (mb->has_inputs) {
+              EXPECT_EQ(mb->tokens, rows("tokens.npy", int64_t{}));
+              EXPECT_EQ(mb->position_ids, rows("position_ids.npy", int64_t{}));
+            }
+            if (mb->has_targets) {
+              EXPECT_EQ(mb->labels, rows("labels.npy", int64_t{}));
+              EXPECT_EQ(mb->loss_mask, rows("loss_mask.npy", float{}));
+            }
+          }
+        };
+        check_step();
+        GRIDFEED_ASSERT_ALL_RANKS(!HasFatalFailure(),
+                                  "step " + std::to_string(step) + ": a fatal check failed here");
       }
       EXPECT_EQ((*f)->consumed_samples(), c.consumed + steps * mbs * dp);
     }
   }
 }
 
-// Collective: every rank got the same message (by hash).
+// Collective: every rank ended with the same error message as rank 0.
 void ExpectSameEverywhere(const Status& s) {
-  const uint64_t h = XXH3_64bits(s.message().data(), s.message().size());
-  uint64_t lo = 0, hi = 0;
-  MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-  EXPECT_EQ(lo, hi) << "ranks ended with different errors; this one: " << s.ToString();
+  std::string first = s.message();
+  int len = static_cast<int>(first.size());
+  MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  first.resize(static_cast<size_t>(len));
+  MPI_Bcast(first.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD);
+  AllRanksPass(
+      s.message() == first,
+      "ranks ended with different errors; this one: " + s.ToString() + "; rank 0's: " + first,
+      __FILE__, __LINE__);
 }
 
 TEST_F(FeederMpi, CorruptIndexOnRankZeroFailsEverywhere) {
   const std::string dir = "/tmp/gridfeed_mpi_corrupt";
+  Status written;
   if (WorldRank() == 0) {
     std::filesystem::create_directories(dir);
-    ASSERT_TRUE(io::WriteStringToFile(dir + "/bad.idx", std::string(64, 'X')).ok());
-    ASSERT_TRUE(io::WriteStringToFile(dir + "/bad.bin", "").ok());
+    written = io::WriteStringToFile(dir + "/bad.idx", std::string(64, 'X'));
+    if (written.ok()) written = io::WriteStringToFile(dir + "/bad.bin", "");
   }
-  MPI_Barrier(MPI_COMM_WORLD);
+  GRIDFEED_ASSERT_ALL_RANKS(written.ok(), written.ToString());  // also the barrier
   FeederOptions o = OptionsFor(kCases[0], {1, 1, 1});
   o.data.data_path = {dir + "/bad"};
   auto f = Feeder::Open(o, MPI_COMM_WORLD);
-  ASSERT_FALSE(f.ok());
+  ASSERT_OPEN_ALL_RANKS(f, false);
   EXPECT_NE(f.status().message().find("rank 0"), std::string::npos) << f.status().message();
   EXPECT_NE(f.status().message().find("magic"), std::string::npos) << f.status().message();
   ExpectSameEverywhere(f.status());
@@ -252,7 +303,7 @@ TEST_F(FeederMpi, OneReaderCannotOpenItsTokenFiles) {
   FeederOptions o = OptionsFor(kCases[0], {1, 1, 1});  // every rank is a reader
   o.feed.testing_fail_open_rank = WorldSize() - 1;
   auto f = Feeder::Open(o, MPI_COMM_WORLD);
-  ASSERT_FALSE(f.ok());
+  ASSERT_OPEN_ALL_RANKS(f, false);
   EXPECT_NE(f.status().message().find("rank " + std::to_string(WorldSize() - 1)), std::string::npos)
       << f.status().message();
   ExpectSameEverywhere(f.status());
@@ -262,11 +313,11 @@ TEST_F(FeederMpi, DifferentConfigOnOneRankIsRefused) {
   FeederOptions o = OptionsFor(kCases[0], {1, 1, 1});
   if (WorldRank() == WorldSize() - 1 && WorldSize() > 1) o.data.seed += 1;
   auto f = Feeder::Open(o, MPI_COMM_WORLD);
-  if (WorldSize() == 1) {
+  if (WorldSize() == 1) {  // the same branch on every rank
     EXPECT_TRUE(f.ok());
     return;
   }
-  ASSERT_FALSE(f.ok());
+  ASSERT_OPEN_ALL_RANKS(f, false);
   EXPECT_NE(f.status().message().find("--seed"), std::string::npos) << f.status().message();
   ExpectSameEverywhere(f.status());
 }
@@ -275,7 +326,7 @@ TEST_F(FeederMpi, BadBatchSizesAreReportedBeforeAnyBuild) {
   FeederOptions o = OptionsFor(kCases[0], {1, 1, 1});
   o.batch.global_batch_size = o.batch.micro_batch_size * WorldSize() + 1;
   auto f = Feeder::Open(o, MPI_COMM_WORLD);
-  ASSERT_FALSE(f.ok());
+  ASSERT_OPEN_ALL_RANKS(f, false);
   EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(f.status().message().find("global-batch-size"), std::string::npos);
   ExpectSameEverywhere(f.status());
@@ -285,10 +336,12 @@ TEST_F(FeederMpi, DeviceBroadcastWithoutAGpuFailsTheSameEverywhere) {
   FeederOptions o = OptionsFor(kCases[0], {1, 1, 1});
   o.feed.device_broadcast = true;
   auto f = Feeder::Open(o, MPI_COMM_WORLD);
+  // Either way on every rank: opened (a machine with a GPU per rank) or failed.
+  ASSERT_OPEN_ALL_RANKS(f, f.ok());
   if (f.ok()) {
     // A machine with a GPU per rank: the payload must arrive on the device.
     auto mb = (*f)->Next();
-    ASSERT_TRUE(mb.ok()) << mb.status().ToString();
+    GRIDFEED_ASSERT_ALL_RANKS(mb.ok(), mb.status().ToString());
     EXPECT_NE(mb->device_payload, nullptr);
     EXPECT_GT(mb->device_payload_bytes, 0u);
     return;
@@ -303,10 +356,17 @@ TEST_F(FeederMpi, SplitRunsOutOnEveryRankTogether) {
   o.feed.split_name = "test";  // 36 samples
   o.resume.consumed_samples = 0;
   auto f = Feeder::Open(o, MPI_COMM_WORLD);
-  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_OPEN_ALL_RANKS(f, true);
   int steps = 0;
-  while (true) {
+  // Bounded: a split that never runs out fails here instead of looping until the timeout.
+  for (int tries = 0; tries <= 36; ++tries) {
     auto mb = (*f)->Next();
+    const int got = RanksWhere(mb.ok());
+    GRIDFEED_ASSERT_ALL_RANKS(
+        got == 0 || got == WorldSize(),
+        "after " + std::to_string(steps) + " micro-batches, " + std::to_string(got) + " of " +
+            std::to_string(WorldSize()) +
+            " ranks got one; here: " + (mb.ok() ? std::string("one") : mb.status().ToString()));
     if (!mb.ok()) {
       EXPECT_EQ(mb.status().code(), StatusCode::kOutOfRange);
       break;
