@@ -89,5 +89,18 @@ if [ -n "$TRAINER" ]; then
   "$GRIDFEED" audit verify --ledger "$WORK/tledger" > "$WORK/tverify.out" 2>&1 \
     || { cat "$WORK/tverify.out"; fail "verify of the trainer's cyclic ledger"; }
   grep -q '"sampler":"cyclic"' "$WORK/tledger/dp0.tsv" || fail "the trainer's ledger is not cyclic"
+  # The trainer's `latest` cannot be published (a folder is in the way): a clear error on every
+  # rank, the job ends, nothing half-written hides the checkpoint.
+  mkdir -p "$WORK/tsave/latest"
+  set +e
+  timeout -k 5 120 mpirun -n 2 --oversubscribe -x OPENBLAS_NUM_THREADS -x OMP_NUM_THREADS \
+    "$TRAINER" --config "$WORK/c.yaml" --data-path 1.0 corpora/corpus_u16 --split 100,0,0 \
+    --seq-length 32 --train-samples 100 --vocab-size 65536 --micro-batch-size 4 --train-iters 2 \
+    --d-model 32 --layers 1 --save "$WORK/tsave" > "$WORK/tsave.out" 2>&1
+  rc=$?
+  set -e
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] || { cat "$WORK/tsave.out"; fail "latest: rc $rc"; }
+  grep -q "latest" "$WORK/tsave.out" || { cat "$WORK/tsave.out"; fail "latest: not named"; }
+  [ -z "$(find "$WORK/tsave" -name '*.tmp*')" ] || fail "latest: a temporary was left"
 fi
 echo "dataloader-type: ok"
