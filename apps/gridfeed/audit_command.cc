@@ -65,6 +65,14 @@ Status RunReplay(const AuditArgs& a, const config::OptionFlags& flags) {
   GRIDFEED_ASSIGN_OR_RETURN(auto steps, ParseSteps(a.steps));
   GRIDFEED_ASSIGN_OR_RETURN(auto replay, MakeReplay(a, flags));
   const int64_t dp = replay->max_dp_size();
+  // Checked before any work: a cyclic order never ends, and a typo must not run for days.
+  constexpr int64_t kMaxSteps = 100'000'000;
+  const int64_t steps_per_rank = replay->StepsIn(steps.first, steps.second);
+  if (steps_per_rank > kMaxSteps / dp) {
+    return InvalidArgument("--steps " + a.steps + " covers " + std::to_string(steps_per_rank) +
+                           " micro-batches per DP rank; replay at most " +
+                           std::to_string(kMaxSteps) + " micro-batches at once");
+  }
   if (a.out.empty()) std::printf("%s\n", audit::kLedgerColumns);
   Stopwatch progress;  // long replays say how far they are
   int64_t done = 0;

@@ -57,6 +57,12 @@ for r in range(2):
     b = np.load(f"{w}/replay/dp_rank{r}/sample_indices.npy")
     assert np.array_equal(a, b), r
 PY
+# An endless (cyclic) replay range is refused before any work, naming --steps.
+if timeout -k 5 60 "$GRIDFEED" audit replay --ledger "$WORK/ledger" --steps 0:1000000000000 \
+    > "$WORK/huge.out" 2>&1; then
+  fail "a huge cyclic replay range was accepted"
+fi
+grep -q -- "--steps" "$WORK/huge.out" || { cat "$WORK/huge.out"; fail "huge range not named"; }
 # The ledger records what the replay recomputes, line for line.
 for r in 0 1; do
   diff <(grep -v '^#' "$WORK/ledger/dp$r.tsv") "$WORK/replay/dp_rank$r/records.tsv" \

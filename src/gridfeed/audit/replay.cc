@@ -69,6 +69,26 @@ Result<std::unique_ptr<Replay>> Replay::ForLedger(const Ledger& ledger) {
   return r;
 }
 
+int64_t Replay::StepsIn(int64_t first, int64_t last) const {
+  int64_t steps = 0;
+  for (size_t i = 0; i < schedules_.size(); ++i) {
+    const order::ReadSchedule& schedule = *schedules_[i];
+    int64_t until = last;
+    for (size_t j = i + 1; j < schedules_.size(); ++j) {
+      until = std::min(until, schedules_[j]->Place(0).first);
+    }
+    const int64_t from = std::max(first, schedule.Place(0).first);
+    if (from >= until) continue;
+    // Iterations are below 2^40 steps apart in any sane range; clamp to the schedule's end.
+    const int64_t per = schedule.micro_batches_per_iteration();
+    const int64_t span = std::min<int64_t>(until - from, (int64_t{1} << 62) / per);
+    const int64_t begin = std::max<int64_t>(0, schedule.FirstStepOf(from));
+    steps += std::max<int64_t>(0, std::min(schedule.num_steps() - begin, span * per));
+    if (steps > (int64_t{1} << 61)) break;
+  }
+  return steps;
+}
+
 int64_t Replay::max_dp_size() const {
   int64_t dp = 1;
   for (const auto& s : schedules_) dp = std::max(dp, s->options().dp_size);

@@ -34,6 +34,8 @@ class Replay {
   // The micro-batches `dp_rank` read in iterations [first, last), in order (full ones only).
   // Each iteration is read with the last schedule that started at or before it.
   std::vector<order::StepBatch> Batches(int64_t first, int64_t last, int64_t dp_rank) const;
+  // Micro-batch steps the schedules hold in iterations [first, last) (per DP rank).
+  int64_t StepsIn(int64_t first, int64_t last) const;
   // The largest DP size of the schedules.
   int64_t max_dp_size() const;
   const order::OrderView& view() const { return *view_; }
