@@ -119,6 +119,17 @@ Status Feeder::Impl::AgreeOnOptions(MPI_Comm comm) {
   GRIDFEED_RETURN_IF_ERROR(same);
   GRIDFEED_ASSIGN_OR_RETURN(const int64_t dp, config::ValidateGrid(options, world_size));
   options.grid.data_parallel_size = dp;
+  // Testing options (agreed above, so the same verdict everywhere).
+  if (options.feed.testing_ranks_per_node < 0 || options.feed.testing_ranks_per_node > world_size) {
+    return InvalidArgument("--testing-ranks-per-node must be in [0, world size " +
+                           std::to_string(world_size) + "], got " +
+                           std::to_string(options.feed.testing_ranks_per_node));
+  }
+  if (options.feed.testing_corrupt_image_node < -1 ||
+      options.feed.testing_corrupt_image_node >= world_size) {
+    return InvalidArgument("--testing-corrupt-image-node must be in [-1, world size), got " +
+                           std::to_string(options.feed.testing_corrupt_image_node));
+  }
   if (options.batch.global_batch_size == 0) {
     options.batch.global_batch_size = options.batch.micro_batch_size * dp;
   }
@@ -155,8 +166,11 @@ Status Feeder::Impl::BuildAndShareTables() {
                                    [writer](std::byte* dst) { writer->WriteTo(dst); }};
   };
   parallel::DistributeTimes times;
-  GRIDFEED_ASSIGN_OR_RETURN(image,
-                            parallel::SharedImage::Distribute(g, make, order::ImageDigest, &times));
+  parallel::NodeSplit nodes;
+  nodes.ranks_per_node = static_cast<int>(options.feed.testing_ranks_per_node);
+  nodes.corrupt_node = static_cast<int>(options.feed.testing_corrupt_image_node);
+  GRIDFEED_ASSIGN_OR_RETURN(
+      image, parallel::SharedImage::Distribute(g, make, order::ImageDigest, &times, nodes));
   startup.build_seconds = times.build_seconds;
   startup.broadcast_seconds = times.broadcast_seconds;
   GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(g.world(), 0, &canonical));
@@ -453,6 +467,10 @@ int64_t Feeder::num_microbatches_per_global_batch() const {
 }
 size_t Feeder::table_bytes_on_node() const { return impl_->image->node_bytes(); }
 int Feeder::readers_on_node() const { return impl_->image->readers_on_node(); }
+int Feeder::num_nodes() const { return impl_->image->num_nodes(); }
+const std::vector<int>& Feeder::readers_per_node() const {
+  return impl_->image->readers_per_node();
+}
 int Feeder::num_open_token_files() const {
   return impl_->view && impl_->grid->is_reader()
              ? static_cast<int>(impl_->view->token_stores().size())

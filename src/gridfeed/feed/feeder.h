@@ -95,6 +95,11 @@ class Feeder {
   size_t table_bytes_on_node() const;
   // Reader ranks sharing this node's copy (what a plain copy per rank would multiply).
   int readers_on_node() const;
+  // Nodes holding a copy of the tables (one shared window and one leader each), on every rank;
+  // simulated nodes with --testing-ranks-per-node.
+  int num_nodes() const;
+  // Readers served by each node's window, world rank 0's node first; on world rank 0 only.
+  const std::vector<int>& readers_per_node() const;
   bool holds_tables() const;
   // Token stores this rank has open (0 off the readers).
   int num_open_token_files() const;
