@@ -163,6 +163,12 @@ Status RunFeeder(const RunArgs& a, const config::OptionFlags& flags) {
       }
       if (++micro_batches == 2) steady.Lap();
       if (mb->empty()) continue;  // middle pipeline stage: nothing received, nothing to check
+      if (mb->device_payload != nullptr) {
+        // Device path: the checks and the dump look at a host copy of what reached the device.
+        auto bytes = f->DevicePayloadToHost(*mb);
+        if (!bytes.ok()) Abort(g, bytes.status().ToString());
+        f->payload_layout().Unpack(*bytes, &*mb);
+      }
       if (!parallel::AllEqual(g.tp_comm(), mb->Digest()))
         Abort(g, "TP peers received different data");
       uint64_t idx_hash = XXH3_64bits(mb->sample_indices.data(), mb->sample_indices.size() * 8);
