@@ -174,6 +174,12 @@ Status RunFeeder(const RunArgs& a, const config::OptionFlags& flags) {
       }
       if (++micro_batches == 2) steady.Lap();
       if (mb->empty()) continue;  // middle pipeline stage: nothing received, nothing to check
+      if (mb->device_payload != nullptr) {
+        // Device path: the checks and the dump look at a host copy of what reached the device.
+        auto bytes = f->DevicePayloadToHost(*mb);
+        if (!bytes.ok()) Abort(g, bytes.status().ToString());
+        f->payload_layout().Unpack(*bytes, &*mb);
+      }
       if (!parallel::AllEqual(g.tp_comm(), mb->Digest()))
         Abort(g, "TP peers received different data");
       uint64_t idx_hash = XXH3_64bits(mb->sample_indices.data(), mb->sample_indices.size() * 8);
@@ -225,6 +231,9 @@ Status RunFeeder(const RunArgs& a, const config::OptionFlags& flags) {
   const double node_mb = f->table_bytes_on_node() / 1e6;
   const double plain_mb = node_mb * f->readers_on_node();
   if (g.world_rank() == 0) {
+    std::string per_node;
+    for (int n : f->readers_per_node())
+      per_node += (per_node.empty() ? "" : " ") + std::to_string(n);
     const auto& s = f->startup();
     const double rate = steady_seconds > 0 ? (micro_batches - 1) / steady_seconds : 0;
     std::printf(
@@ -233,13 +242,15 @@ Status RunFeeder(const RunArgs& a, const config::OptionFlags& flags) {
         "start-up: %.3f s (build %.3f s, broadcast %.3f s, open %.3f s)\n"
         "table memory on rank 0's node: %.1f MB in one shared window for %d readers (a plain "
         "copy per reader: %.1f MB)\n"
+        "table windows: %d (one per node, each filled by its leader; readers per node: %s)\n"
         "steady state per reader: %.1f micro-batches/s, %.3g tokens/s\n"
         "checks: TP peers identical, DP ranks disjoint and covering, CP peers aligned: ok\n",
         g.world_size(), g.tp_size(), g.pp_size(), g.cp_size(), g.dp_size(),
         static_cast<long long>(train_iters), static_cast<long long>(per_step),
         static_cast<long long>(mbs), static_cast<long long>(f->consumed_samples()), open_total,
         s.build_seconds, s.broadcast_seconds, s.open_seconds, node_mb, f->readers_on_node(),
-        plain_mb, rate, rate * static_cast<double>(mbs * options.data.seq_length));
+        plain_mb, f->num_nodes(), per_node.c_str(), rate,
+        rate * static_cast<double>(mbs * options.data.seq_length));
     if (!a.dump_dir.empty()) std::printf("dump: %s/rank<N>/\n", a.dump_dir.c_str());
   }
   return Status::Ok();

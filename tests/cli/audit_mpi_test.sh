@@ -61,7 +61,9 @@ check_fails() {  # pattern, then a sed program applied to dp1.tsv
   grep -q "$1" "$WORK/bad.out" || { cat "$WORK/bad.out"; fail "no '$1'"; }
   rm -rf "$WORK/bad"
 }
-check_fails "iteration 0 micro-batch 0 dp_rank 1 position 3 (.*dp1.tsv line 6): token_xxh3" '6s/\t[0-9a-f]*$/\t0000000000000000/'
-check_fails "never consumed" '6d'
-check_fails "more than once" '6p'
+# (line 5 is the first run's segment line, line 7 the record of position 3)
+check_fails "iteration 0 micro-batch 0 dp_rank 1 position 3 (.*dp1.tsv line 7): token_xxh3" '7s/\t[0-9a-f]*$/\t0000000000000000/'
+# A missing or repeated record breaks the read schedule at the line after it.
+check_fails "dp1.tsv line 7: recorded .*, the read schedule gives .* position 3$" '7d'
+check_fails "dp1.tsv line 8: recorded .* position 3, the read schedule gives" '7p'
 echo "cli audit: ok"

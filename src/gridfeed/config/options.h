@@ -68,6 +68,15 @@ struct FeedOptions {
   int64_t prefetch_depth = 4;           // micro-batches assembled ahead on each reader
   bool device_broadcast = false;        // TP broadcast over NCCL from GPU memory
   int64_t testing_fail_open_rank = -1;  // tests only: this world rank fails to open its stores
+  // Tests only, on one machine: split the ranks into simulated nodes of this many consecutive
+  // world ranks (their own shared windows and leaders); 0 = the real nodes.
+  int64_t testing_ranks_per_node = 0;
+  // Tests only: the leader of this node (world rank / testing_ranks_per_node, else the leader's
+  // index among the leaders) flips a byte of its image after the broadcast; -1 = off.
+  int64_t testing_corrupt_image_node = -1;
+  // Tests only: device_broadcast moves the payload through host memory over MPI instead of
+  // CUDA/NCCL (the same feeder code path, without a GPU).
+  bool testing_device_loopback = false;
 };
 
 // What a training loop (gridfeed run, the toy trainer) does with the feeder.

@@ -1,12 +1,16 @@
 // Device path of the TP broadcast: TP rank 0 copies a micro-batch payload from pinned host
 // memory to its GPU asynchronously, then NCCL broadcasts it inside the TP group, so every TP
 // rank ends with the payload in device memory. One header, two implementations: CUDA + NCCL
-// (tp_broadcast_cuda.cu) and a host twin (tp_broadcast_host.cc) that reports kFailedPrecondition,
-// so callers keep the MPI host path on machines without a GPU.
+// (tp_broadcast_cuda.cu) and a host twin (tp_broadcast_host.cc) whose NewGroupId/Create report
+// kFailedPrecondition, so callers keep the MPI host path on machines without a GPU.
+// CreateLoopback (tp_broadcast_loopback.cc, in every build) is a working twin for tests: its
+// "device" buffer is host memory and the caller's mover carries the bytes, so the caller's
+// device code path runs without a GPU (device/ sees no MPI).
 // Not thread safe; the NCCL calls are collective on the TP group.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -16,6 +20,10 @@ namespace gridfeed::device {
 
 // Bytes of an NCCL unique id (NCCL_UNIQUE_ID_BYTES), the size every rank expects.
 inline constexpr size_t kGroupIdBytes = 128;
+
+// Collective on the TP group: makes the `bytes` bytes at `data` on TP rank 0 arrive at `data`
+// on every TP rank (the caller's transport, e.g. an MPI broadcast).
+using ByteMover = std::function<Status(std::byte* data, size_t bytes)>;
 
 class TpBroadcast {
  public:
@@ -29,6 +37,9 @@ class TpBroadcast {
   static Result<std::unique_ptr<TpBroadcast>> Create(const std::byte* group_id,
                                                      size_t group_id_bytes, int tp_rank,
                                                      int tp_size, int device, size_t max_bytes);
+  // The loopback twin (tests, no GPU needed): host_buffer() on rank 0 only, as on the device
+  // path; Broadcast copies it into device_buffer() (host memory) and calls `move` on that.
+  static std::unique_ptr<TpBroadcast> CreateLoopback(int tp_rank, size_t max_bytes, ByteMover move);
 
   // Pinned host staging buffer of max_bytes: TP rank 0 writes the payload here.
   virtual std::byte* host_buffer() = 0;
@@ -36,6 +47,9 @@ class TpBroadcast {
   // rank's device_buffer(). Returns after the data is on the device.
   virtual Status Broadcast(size_t bytes) = 0;
   virtual void* device_buffer() = 0;
+  // Copies the first `bytes` of device_buffer() to host memory at `out` (checks and tests; a
+  // device-to-host copy on the CUDA path). Local.
+  virtual Status CopyToHost(size_t bytes, std::byte* out) = 0;
 };
 
 }  // namespace gridfeed::device

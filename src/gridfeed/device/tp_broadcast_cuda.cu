@@ -70,6 +70,14 @@ class CudaTpBroadcast final : public TpBroadcast {
 
   void* device_buffer() override { return device_; }
 
+  Status CopyToHost(size_t bytes, std::byte* out) override {
+    if (bytes > max_bytes_) return InvalidArgument("copy larger than the device buffer");
+    GRIDFEED_RETURN_IF_ERROR(
+        Cuda(cudaMemcpyAsync(out, device_, bytes, cudaMemcpyDeviceToHost, stream_),
+             "cudaMemcpyAsync(device to host)"));
+    return Cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+
  private:
   int rank_ = 0;
   size_t max_bytes_ = 0;

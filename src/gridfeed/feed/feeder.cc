@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <exception>
 #include <mutex>
@@ -122,6 +123,17 @@ Status Feeder::Impl::AgreeOnOptions(MPI_Comm comm) {
   GRIDFEED_RETURN_IF_ERROR(same);
   GRIDFEED_ASSIGN_OR_RETURN(const int64_t dp, config::ValidateGrid(options, world_size));
   options.grid.data_parallel_size = dp;
+  // Testing options (agreed above, so the same verdict everywhere).
+  if (options.feed.testing_ranks_per_node < 0 || options.feed.testing_ranks_per_node > world_size) {
+    return InvalidArgument("--testing-ranks-per-node must be in [0, world size " +
+                           std::to_string(world_size) + "], got " +
+                           std::to_string(options.feed.testing_ranks_per_node));
+  }
+  if (options.feed.testing_corrupt_image_node < -1 ||
+      options.feed.testing_corrupt_image_node >= world_size) {
+    return InvalidArgument("--testing-corrupt-image-node must be in [-1, world size), got " +
+                           std::to_string(options.feed.testing_corrupt_image_node));
+  }
   if (options.batch.global_batch_size == 0) {
     options.batch.global_batch_size = options.batch.micro_batch_size * dp;
   }
@@ -169,8 +181,11 @@ Status Feeder::Impl::BuildAndShareTables() {
     }
   };
   parallel::DistributeTimes times;
-  GRIDFEED_ASSIGN_OR_RETURN(image,
-                            parallel::SharedImage::Distribute(g, make, order::ImageDigest, &times));
+  parallel::NodeSplit nodes;
+  nodes.ranks_per_node = static_cast<int>(options.feed.testing_ranks_per_node);
+  nodes.corrupt_node = static_cast<int>(options.feed.testing_corrupt_image_node);
+  GRIDFEED_ASSIGN_OR_RETURN(
+      image, parallel::SharedImage::Distribute(g, make, order::ImageDigest, &times, nodes));
   startup.build_seconds = times.build_seconds;
   startup.broadcast_seconds = times.broadcast_seconds;
   GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(g.world(), 0, &canonical));
@@ -287,14 +302,17 @@ Status Feeder::Impl::CheckTokenStores() {
 }
 
 // Collective on the world: every rank makes the same two agreements; ranks of stages that
-// receive data also set up their TP group's NCCL communicator in between.
+// receive data also set up their TP group's NCCL communicator (or, with
+// --testing-device-loopback, the host twin over the TP communicator) in between.
 Status Feeder::Impl::OpenDevicePath() {
   const parallel::Grid& g = *grid;
   const bool receives = layout.has_inputs || layout.has_targets;
+  const bool loopback = options.feed.testing_device_loopback;
   const auto probe = device::Probe();
   Status local;
-  if (!receives) {
-    // Middle pipeline stages receive nothing and need no GPU for gridfeed.
+  if (!receives || loopback) {
+    // Middle pipeline stages receive nothing and need no GPU for gridfeed; the loopback twin
+    // needs none either.
   } else if (!probe.compiled_with_nccl) {
     local = FailedPrecondition("device broadcast asked for, but gridfeed was built without NCCL");
   } else if (probe.device_count == 0) {
@@ -303,6 +321,14 @@ Status Feeder::Impl::OpenDevicePath() {
   }
   GRIDFEED_RETURN_IF_ERROR(parallel::AgreeOnStatus(g.world(), local, g.world_rank()));
   if (!receives) return parallel::AgreeOnStatus(g.world(), Status(), g.world_rank());
+  if (loopback) {
+    MPI_Comm tp = g.tp_comm();  // the grid outlives device_bcast (declared before it)
+    device_bcast = device::TpBroadcast::CreateLoopback(
+        g.tp_rank(), layout.total_bytes, [tp](std::byte* data, size_t bytes) {
+          return parallel::BroadcastBytes(tp, 0, std::span<std::byte>(data, bytes));
+        });
+    return parallel::AgreeOnStatus(g.world(), Status(), g.world_rank());
+  }
   // From here on a failure in one TP group must not skip the final world agreement (other
   // groups would wait in it forever), so errors are carried, not returned.
   std::vector<std::byte> id(device::kGroupIdBytes);
@@ -470,6 +496,25 @@ int64_t Feeder::num_microbatches_per_global_batch() const {
 }
 size_t Feeder::table_bytes_on_node() const { return impl_->image->node_bytes(); }
 int Feeder::readers_on_node() const { return impl_->image->readers_on_node(); }
+int Feeder::num_nodes() const { return impl_->image->num_nodes(); }
+const std::vector<int>& Feeder::readers_per_node() const {
+  return impl_->image->readers_per_node();
+}
+const PayloadLayout& Feeder::payload_layout() const { return impl_->layout; }
+
+Result<std::vector<std::byte>> Feeder::DevicePayloadToHost(const MicroBatch& mb) const {
+  const Impl& im = *impl_;
+  if (!im.device_bcast || mb.device_payload == nullptr) {
+    return FailedPrecondition("the micro-batch has no device payload");
+  }
+  if (mb.device_payload != im.device_bcast->device_buffer() ||
+      mb.device_payload_bytes != im.layout.total_bytes) {
+    return InvalidArgument("the micro-batch's device payload is not this feeder's");
+  }
+  std::vector<std::byte> out(mb.device_payload_bytes);
+  GRIDFEED_RETURN_IF_ERROR(im.device_bcast->CopyToHost(out.size(), out.data()));
+  return out;
+}
 int Feeder::num_open_token_files() const {
   return impl_->view && impl_->grid->is_reader()
              ? static_cast<int>(impl_->view->token_stores().size())
@@ -492,6 +537,22 @@ Result<MicroBatch> Feeder::Next() {
   mb.seq_length = im.options.data.seq_length;
   mb.local_seq_length = mb.seq_length / g.cp_size();
   if (!im.layout.has_inputs && !im.layout.has_targets) return mb;  // middle stage
+  if (im.device_bcast) {
+    // Device path: TP rank 0 stages the payload in the pinned buffer, every TP rank ends with
+    // it in device memory; the host fields stay empty.
+    if (g.tp_rank() == 0) {
+      auto item = im.Take();
+      std::memcpy(im.device_bcast->host_buffer(), item.payload.data(), im.layout.total_bytes);
+      mb.records = std::move(item.records);
+    }
+    GRIDFEED_RETURN_IF_ERROR(
+        im.device_bcast->Broadcast(im.layout.total_bytes).WithContext("device broadcast"));
+    mb.has_inputs = im.layout.has_inputs;
+    mb.has_targets = im.layout.has_targets;
+    mb.device_payload = im.device_bcast->device_buffer();
+    mb.device_payload_bytes = im.layout.total_bytes;
+    return mb;
+  }
   std::vector<std::byte> payload;
   if (g.tp_rank() == 0) {
     auto item = im.Take();

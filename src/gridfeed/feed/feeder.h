@@ -12,8 +12,10 @@
 // rank) and start a prefetch thread that reads along the read schedule (order/read_schedule.h).
 // Next (collective on the rank's TP group; no communication on middle pipeline stages):
 // readers hand over the next prefetched micro-batch of their DP rank and broadcast to their TP
-// group what its stage needs; CP ranks get their zigzag chunks. Every rank returns OutOfRange
-// at the same step when the split runs out (never with --dataloader-type cyclic).
+// group what its stage needs (with device_broadcast: staged in pinned memory and broadcast over
+// NCCL into each TP rank's GPU memory, MicroBatch::device_payload); CP ranks get their zigzag
+// chunks. Every rank returns OutOfRange at the same step when the split runs out (never with
+// --dataloader-type cyclic).
 // ~Feeder is collective: it frees the node-shared window and the grid's communicators, so every
 // rank destroys its Feeder at the same point of the program (never while unwinding alone).
 // Not thread safe: call from the trainer's thread (the MPI calls happen there).
@@ -28,6 +30,7 @@
 
 #include "gridfeed/config/options.h"
 #include "gridfeed/core/status.h"
+#include "gridfeed/feed/payload.h"
 #include "gridfeed/order/read_schedule.h"
 #include "gridfeed/order/sample_record.h"
 #include "gridfeed/parallel/grid.h"
@@ -52,8 +55,9 @@ struct MicroBatch {
   // On the first-stage reader of CP rank 0 (one per DP rank): what each sample is, for the
   // ledger. Empty elsewhere.
   std::vector<order::SampleRecord> records;
-  // Device path only: the packed payload in this rank's GPU memory (see feed/payload.h for
-  // the layout); valid until the next Next().
+  // Device path only (--device-broadcast): the packed payload in this rank's GPU memory on
+  // every TP rank of a stage that receives data (see feed/payload.h for the layout; the host
+  // fields above then stay empty, records excepted); valid until the next Next().
   const void* device_payload = nullptr;
   size_t device_payload_bytes = 0;
   bool empty() const { return !has_inputs && !has_targets; }
@@ -95,6 +99,15 @@ class Feeder {
   size_t table_bytes_on_node() const;
   // Reader ranks sharing this node's copy (what a plain copy per rank would multiply).
   int readers_on_node() const;
+  // Nodes holding a copy of the tables (one shared window and one leader each), on every rank;
+  // simulated nodes with --testing-ranks-per-node.
+  int num_nodes() const;
+  // Readers served by each node's window, world rank 0's node first; on world rank 0 only.
+  const std::vector<int>& readers_per_node() const;
+  // The byte layout of this rank's payload (the device payload's too).
+  const PayloadLayout& payload_layout() const;
+  // Device path: a host copy of mb.device_payload (device-to-host; for checks and tests). Local.
+  Result<std::vector<std::byte>> DevicePayloadToHost(const MicroBatch& mb) const;
   bool holds_tables() const;
   // Token stores this rank has open (0 off the readers).
   int num_open_token_files() const;

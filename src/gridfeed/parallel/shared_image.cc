@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <exception>
+#include <string>
 
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/parallel/agree.h"
@@ -10,8 +11,8 @@ namespace gridfeed::parallel {
 
 Result<std::unique_ptr<SharedImage>> SharedImage::Distribute(const Grid& grid,
                                                              const MakeProducer& make,
-                                                             Digest digest,
-                                                             DistributeTimes* times) {
+                                                             Digest digest, DistributeTimes* times,
+                                                             const NodeSplit& nodes) {
   std::unique_ptr<SharedImage> st(new SharedImage());
   MPI_Comm world = grid.world();
   Stopwatch watch;
@@ -37,11 +38,17 @@ Result<std::unique_ptr<SharedImage>> SharedImage::Distribute(const Grid& grid,
   // 2. The image goes to the readers: one shared window per node. World rank 0 (reader 0,
   // leader of its node) writes it straight into its window, freeing the tables as it goes.
   Status local;
+  int num_nodes = 0;  // known on the leaders; world rank 0 (a leader) tells everyone below
   if (grid.is_reader()) {
     int reader_rank = 0;
     MPI_Comm_rank(grid.reader_comm(), &reader_rank);
-    MPI_Comm_split_type(grid.reader_comm(), MPI_COMM_TYPE_SHARED, reader_rank, MPI_INFO_NULL,
-                        &st->node_comm_);
+    if (nodes.ranks_per_node > 0) {
+      MPI_Comm_split(grid.reader_comm(), grid.world_rank() / nodes.ranks_per_node, reader_rank,
+                     &st->node_comm_);
+    } else {
+      MPI_Comm_split_type(grid.reader_comm(), MPI_COMM_TYPE_SHARED, reader_rank, MPI_INFO_NULL,
+                          &st->node_comm_);
+    }
     int node_rank = 0;
     MPI_Comm_rank(st->node_comm_, &node_rank);
     MPI_Comm_size(st->node_comm_, &st->readers_on_node_);
@@ -55,13 +62,19 @@ Result<std::unique_ptr<SharedImage>> SharedImage::Distribute(const Grid& grid,
     int rc = MPI_Win_allocate_shared(std::max<MPI_Aint>(size, 1), 1, info, st->node_comm_, &base,
                                      &st->window_);
     MPI_Info_free(&info);
-    local = MpiStatus(rc, "MPI_Win_allocate_shared");
+    // A node whose window failed must not leave the other leaders in the broadcast below.
+    local = AgreeOnStatus(grid.reader_comm(), MpiStatus(rc, "MPI_Win_allocate_shared"),
+                          grid.world_rank());
     if (local.ok()) {
       MPI_Aint leader_size = 0;
       int disp = 0;
       MPI_Win_shared_query(st->window_, 0, &leader_size, &disp, &base);
       st->node_bytes_ = header[0];
       if (node_rank == 0) {
+        int node = 0;
+        MPI_Comm_rank(st->leaders_comm_, &node);
+        MPI_Comm_size(st->leaders_comm_, &num_nodes);
+        if (nodes.ranks_per_node > 0) node = grid.world_rank() / nodes.ranks_per_node;
         if (grid.world_rank() == 0) {
           Stopwatch write;
           producer.write(base);
@@ -74,10 +87,18 @@ Result<std::unique_ptr<SharedImage>> SharedImage::Distribute(const Grid& grid,
           local = MpiStatus(MPI_Bcast(&header[1], 1, MPI_UINT64_T, 0, st->leaders_comm_),
                             "MPI_Bcast(table digest)");
         }
+        if (local.ok() && node == nodes.corrupt_node && header[0] > 0) {
+          base[header[0] / 2] ^= std::byte{0xff};  // injected by a test
+        }
         // The node's readers share this copy, so its leader's check covers them all.
         if (local.ok() && digest(std::span<const std::byte>(base, header[0])) != header[1]) {
-          local = DataLoss("image digest mismatch after the broadcast on " + grid.Describe());
+          local = DataLoss("image digest mismatch after the broadcast on node " +
+                           std::to_string(node) + " (leader " + grid.Describe() + ")");
         }
+        // What each node's window serves, for reports (on every leader, whatever happened).
+        if (grid.world_rank() == 0) st->readers_per_node_.assign(num_nodes, 0);
+        MPI_Gather(&st->readers_on_node_, 1, MPI_INT, st->readers_per_node_.data(), 1, MPI_INT, 0,
+                   st->leaders_comm_);
       }
       MPI_Barrier(st->node_comm_);  // peers read only after the leader filled the window
       MPI_Bcast(&header[1], 1, MPI_UINT64_T, 0, st->node_comm_);
@@ -86,6 +107,9 @@ Result<std::unique_ptr<SharedImage>> SharedImage::Distribute(const Grid& grid,
     }
   }
   GRIDFEED_RETURN_IF_ERROR(AgreeOnStatus(world, local, grid.world_rank()));
+  GRIDFEED_RETURN_IF_ERROR(
+      MpiStatus(MPI_Bcast(&num_nodes, 1, MPI_INT, 0, world), "MPI_Bcast(node count)"));
+  st->num_nodes_ = num_nodes;
   if (times) {
     times->build_seconds = build_seconds + write_seconds;
     times->broadcast_seconds = watch.Lap() - write_seconds;

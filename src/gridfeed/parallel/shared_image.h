@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "gridfeed/core/status.h"
 #include "gridfeed/parallel/grid.h"
@@ -23,6 +24,18 @@ namespace gridfeed::parallel {
 struct ImageProducer {
   size_t size = 0;
   std::function<void(std::byte* dst)> write;
+};
+
+// How readers are grouped into nodes (one shared window and one leader per node).
+struct NodeSplit {
+  // 0: the machine's real nodes (MPI_COMM_TYPE_SHARED). N > 0, for tests on one machine:
+  // simulated nodes of N consecutive world ranks (colour world rank / N); every rank of a
+  // simulated node must be on one machine, or the window allocation fails (agreed).
+  int ranks_per_node = 0;
+  // Tests: the leader of this node flips a byte of its image after the broadcast, before its
+  // digest check. Nodes are numbered world rank / ranks_per_node, or (real nodes) by the
+  // leader's index among the leaders. -1 = off.
+  int corrupt_node = -1;
 };
 
 struct DistributeTimes {
@@ -39,7 +52,8 @@ class SharedImage {
   // Every rank returns the same status: rank 0's error ("rank 0 (table build): ..."), or a
   // digest mismatch or MPI failure on any reader.
   static Result<std::unique_ptr<SharedImage>> Distribute(const Grid& grid, const MakeProducer& make,
-                                                         Digest digest, DistributeTimes* times);
+                                                         Digest digest, DistributeTimes* times,
+                                                         const NodeSplit& nodes = {});
   // Frees the window: collective over the readers of the node (all readers destroy together).
   // While an exception unwinds it frees nothing, so a rank never waits for peers alone.
   ~SharedImage();
@@ -50,6 +64,10 @@ class SharedImage {
   // Bytes this node holds for the job (the window; 0 off the readers).
   size_t node_bytes() const { return node_bytes_; }
   int readers_on_node() const { return readers_on_node_; }
+  // Nodes holding a window (= node leaders), on every rank.
+  int num_nodes() const { return num_nodes_; }
+  // Readers of each node in leader order (world rank 0's node first); on world rank 0 only.
+  const std::vector<int>& readers_per_node() const { return readers_per_node_; }
 
  private:
   SharedImage() = default;
@@ -60,6 +78,8 @@ class SharedImage {
   uint64_t digest_ = 0;
   size_t node_bytes_ = 0;
   int readers_on_node_ = 0;
+  int num_nodes_ = 0;
+  std::vector<int> readers_per_node_;
 };
 
 }  // namespace gridfeed::parallel
