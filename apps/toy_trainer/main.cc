@@ -17,6 +17,7 @@
 #include "gridfeed/audit/ledger.h"
 #include "gridfeed/config/flags.h"
 #include "gridfeed/feed/feeder.h"
+#include "gridfeed/feed/payload.h"
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/parallel/agree.h"
 #include "model.h"
@@ -170,6 +171,12 @@ int Run(const Args& a, const config::OptionFlags& flags) {
     for (int64_t m = 0; m < micro; ++m) {
       auto mb = feeder.Next();
       if (!mb.ok()) Fail(mb.status().ToString());
+      if (mb->device_payload != nullptr) {
+        // --device-broadcast: the batch is in GPU memory; this CPU model reads a host copy.
+        auto host = feeder.DevicePayloadToHost(*mb);
+        if (!host.ok()) Fail(host.status().ToString());
+        feeder.payload_layout().Unpack(*host, &*mb);
+      }
       CheckTpPeers(*mb, g);
       if (ledger) {
         for (const auto& r : mb->records) {
