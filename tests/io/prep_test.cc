@@ -139,7 +139,7 @@ TEST_P(PrepBadLine, StopsWithLineNumberAndLeavesNothing) {
 
 INSTANTIATE_TEST_SUITE_P(
     Lines, PrepBadLine,
-    ::testing::Values(BadLine{"not_json", "{text: 1", "not a JSON object"},
+    ::testing::Values(BadLine{"not_json", "{text: 1", "invalid JSON"},
                       BadLine{"missing_key", "{\"other\": [1]}", "missing key 'text'"},
                       BadLine{"out_of_vocab", "{\"text\": [1, 100]}", "outside the vocabulary"},
                       BadLine{"negative", "{\"text\": [-1]}", "outside the vocabulary"},
