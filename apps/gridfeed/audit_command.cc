@@ -2,7 +2,6 @@
 //   replay      recompute the records of steps A:B from a config (or a ledger's config)
 //   verify      recompute a ledger from its own config, prove exactly-once consumption
 //   accounting  per-source samples, tokens, shares and epochs (text, --json, --plot SVG)
-#include <charconv>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -11,6 +10,7 @@
 #include "gridfeed/audit/replay.h"
 #include "gridfeed/config/canonical.h"
 #include "gridfeed/config/flags.h"
+#include "gridfeed/core/parse.h"
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/npy.h"
@@ -30,8 +30,9 @@ struct AuditArgs {
 // "A:B" (B exclusive) or "N"; non-negative, A < B.
 Result<std::pair<int64_t, int64_t>> ParseSteps(const std::string& s) {
   auto num = [](std::string_view t, int64_t* v) {
-    auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), *v);
-    return !t.empty() && ec == std::errc() && ptr == t.data() + t.size() && *v >= 0;
+    const auto n = ParseInt64(t);
+    if (n) *v = *n;
+    return n && *n >= 0;
   };
   const auto colon = s.find(':');
   int64_t a = 0, b = 0;

@@ -1,11 +1,11 @@
 // gridfeed samples: assemble chosen top-level positions of one split, as Megatron's
 // dataset[pos] would return them, into .npy files.
-#include <charconv>
 #include <memory>
 #include <sstream>
 
 #include "commands.h"
 #include "gridfeed/config/flags.h"
+#include "gridfeed/core/parse.h"
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/npy.h"
 #include "gridfeed/order/pipeline.h"
@@ -20,13 +20,11 @@ Result<std::vector<int64_t>> ParsePositions(const std::string& spec, int64_t len
   std::stringstream ss(spec);
   std::string part;
   auto num = [&](const std::string& s) -> Result<int64_t> {
-    int64_t v = 0;
-    const char* end = s.data() + s.size();
-    auto [ptr, ec] = std::from_chars(s.data(), end, v);
-    if (s.empty() || ec != std::errc() || ptr != end || v < 0) {
+    const auto v = ParseInt64(s);
+    if (!v || *v < 0) {
       return InvalidArgument("--positions: '" + s + "' is not a non-negative integer");
     }
-    return v;
+    return *v;
   };
   while (std::getline(ss, part, ',')) {
     const size_t colon = part.find(':');

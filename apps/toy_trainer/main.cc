@@ -16,6 +16,7 @@
 
 #include "gridfeed/audit/ledger.h"
 #include "gridfeed/config/flags.h"
+#include "gridfeed/core/parse.h"
 #include "gridfeed/feed/feeder.h"
 #include "gridfeed/feed/payload.h"
 #include "gridfeed/io/file_util.h"
@@ -138,9 +139,10 @@ int Run(const Args& a, const config::OptionFlags& flags) {
         // layersK.i.* in the second stage is layer K+i of the whole model.
         const auto dot = name.find('.');
         const auto dot2 = name.find('.', dot + 1);
-        const int64_t k = std::stoll(name.substr(6, dot - 6));
-        const int64_t i = std::stoll(name.substr(dot + 1, dot2 - dot - 1));
-        name = "layers0." + std::to_string(k + i) + name.substr(dot2);
+        const auto k = ParseInt64(name.substr(6, dot - 6));
+        const auto i = ParseInt64(name.substr(dot + 1, dot2 - dot - 1));
+        if (!k || !i) Fail("unexpected parameter name '" + name + "'");  // a bug in the model
+        name = "layers0." + std::to_string(*k + *i) + name.substr(dot2);
       }
       p.value().copy_(src[name]);
     }

@@ -57,6 +57,18 @@ TEST(Npy, RejectsCorruptFiles) {
   EXPECT_EQ(t.status().code(), StatusCode::kDataLoss);
   ASSERT_TRUE(WriteStringToFile(dir + "/m.npy", "not numpy").ok());
   EXPECT_FALSE(ReadNpy(dir + "/m.npy").ok());
+  // A shape edited to numbers beyond int64, or whose product overflows: DataLoss, no exception.
+  for (const std::string huge : {"(99999999999999999999,", "(4294967296, 4294967296,"}) {
+    std::string edited = bytes;
+    const auto at = edited.find("(2,");
+    ASSERT_NE(at, std::string::npos);
+    edited.replace(at, 3, huge);
+    ASSERT_TRUE(WriteStringToFile(dir + "/h.npy", edited).ok());
+    auto h = ReadNpy(dir + "/h.npy");
+    ASSERT_FALSE(h.ok()) << huge;
+    EXPECT_EQ(h.status().code(), StatusCode::kDataLoss) << h.status().ToString();
+    EXPECT_NE(h.status().message().find("does not fit"), std::string::npos) << h.status().message();
+  }
 }
 
 }  // namespace

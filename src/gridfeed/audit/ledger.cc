@@ -12,6 +12,7 @@
 #include <regex>
 #include <sstream>
 
+#include "gridfeed/core/parse.h"
 #include "gridfeed/io/file_util.h"
 
 namespace gridfeed::audit {
@@ -152,8 +153,9 @@ Result<Ledger> ReadLedger(const std::string& dir) {
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     std::smatch m;
     const std::string f = e.path().filename().string();
-    if (std::regex_match(f, m, name) && m[1].length() < 9) {
-      files.push_back({std::stoi(m[1]), e.path().string()});
+    const auto rank = std::regex_match(f, m, name) ? ParseInt64(m[1].str()) : std::nullopt;
+    if (rank && *rank < (int64_t{1} << 24)) {
+      files.push_back({static_cast<int>(*rank), e.path().string()});
     }
   }
   if (files.empty()) return NotFound("ledger folder '" + dir + "' has no dp<r>.tsv files");

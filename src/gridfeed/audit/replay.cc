@@ -69,15 +69,20 @@ Result<std::unique_ptr<Replay>> Replay::ForLedger(const Ledger& ledger) {
   return r;
 }
 
+std::pair<int64_t, int64_t> Replay::Governed(size_t i, int64_t first, int64_t last) const {
+  // Schedule i governs its iterations until a later one starts at or before them.
+  int64_t until = last;
+  for (size_t j = i + 1; j < schedules_.size(); ++j) {
+    until = std::min(until, schedules_[j]->Place(0).first);
+  }
+  return {std::max(first, schedules_[i]->Place(0).first), until};
+}
+
 int64_t Replay::StepsIn(int64_t first, int64_t last) const {
   int64_t steps = 0;
   for (size_t i = 0; i < schedules_.size(); ++i) {
     const order::ReadSchedule& schedule = *schedules_[i];
-    int64_t until = last;
-    for (size_t j = i + 1; j < schedules_.size(); ++j) {
-      until = std::min(until, schedules_[j]->Place(0).first);
-    }
-    const int64_t from = std::max(first, schedule.Place(0).first);
+    const auto [from, until] = Governed(i, first, last);
     if (from >= until) continue;
     // Iterations are below 2^40 steps apart in any sane range; clamp to the schedule's end.
     const int64_t per = schedule.micro_batches_per_iteration();
@@ -109,12 +114,7 @@ std::vector<order::StepBatch> Replay::Batches(int64_t first, int64_t last, int64
   std::vector<order::StepBatch> out;
   for (size_t i = 0; i < schedules_.size(); ++i) {
     const order::ReadSchedule& schedule = *schedules_[i];
-    // This schedule governs its iterations until a later one starts at or before them.
-    int64_t until = last;
-    for (size_t j = i + 1; j < schedules_.size(); ++j) {
-      until = std::min(until, schedules_[j]->Place(0).first);
-    }
-    const int64_t from = std::max(first, schedule.Place(0).first);
+    const auto [from, until] = Governed(i, first, last);
     if (from >= until || dp_rank >= schedule.options().dp_size) continue;
     auto walker = schedule.Walk(dp_rank);
     walker.SkipTo(std::max<int64_t>(0, schedule.FirstStepOf(from)));

@@ -44,6 +44,9 @@ class Replay {
 
  private:
   Replay() = default;
+  // The iterations of [first, last) that schedule i reads: from its start until a later
+  // schedule starts.
+  std::pair<int64_t, int64_t> Governed(size_t i, int64_t first, int64_t last) const;
   config::JobOptions options_;
   std::unique_ptr<order::BuiltOrder> built_;
   order::OrderView* view_ = nullptr;

@@ -3,24 +3,16 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstdlib>
 
+#include "gridfeed/core/parse.h"
 #include "gridfeed/io/file_util.h"
 
 namespace gridfeed::config {
 namespace {
 
 bool InGroups(const OptionRow& row, Groups groups) { return groups.Has(row.group); }
-
-Result<int64_t> ParseInt(const std::string& s) {
-  int64_t v = 0;
-  const char* end = s.data() + s.size();
-  auto [ptr, ec] = std::from_chars(s.data(), end, v);
-  if (s.empty() || ec != std::errc() || ptr != end) return InvalidArgument("not an integer");
-  return v;
-}
 
 Result<double> ParseDouble(const std::string& s) {
   if (s.empty()) return InvalidArgument("not a number");
@@ -64,8 +56,8 @@ Status SetFromYaml(const OptionRow& row, const YAML::Node& v, JobOptions* o) {
             if (!d.ok()) return InvalidArgument("must be a number, got '" + s + "'");
             *p = *d;
           } else if constexpr (std::is_same_v<T, int64_t>) {
-            auto n = ParseInt(s);
-            if (!n.ok()) return InvalidArgument("must be an integer, got '" + s + "'");
+            const auto n = ParseInt64(s);
+            if (!n) return InvalidArgument("must be an integer, got '" + s + "'");
             *p = *n;
           } else {
             *p = s;

@@ -1,10 +1,11 @@
 #include "gridfeed/config/options.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+
+#include "gridfeed/core/parse.h"
 
 namespace gridfeed::config {
 namespace {
@@ -218,14 +219,12 @@ void CopyField(const OptionRow& row, const JobOptions& from, JobOptions* to) {
 
 Result<int64_t> ParseSampleCount(const std::string& flag, const std::string& value) {
   if (value == "none" || value == "None") return int64_t{-1};
-  int64_t n = 0;
-  const char* end = value.data() + value.size();
-  auto [ptr, ec] = std::from_chars(value.data(), end, n);
-  if (value.empty() || ec != std::errc() || ptr != end || n < 0) {
+  const auto n = ParseInt64(value);
+  if (!n || *n < 0) {
     return InvalidArgument(flag + " must be a non-negative integer (below 2^63) or 'none', got '" +
                            value + "'");
   }
-  return n;
+  return *n;
 }
 
 Status Validate(const JobOptions& o) {

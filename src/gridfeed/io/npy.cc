@@ -2,6 +2,7 @@
 
 #include <regex>
 
+#include "gridfeed/core/parse.h"
 #include "gridfeed/io/file_util.h"
 
 namespace gridfeed::io {
@@ -95,14 +96,22 @@ Result<NpyArray> ParseNpy(std::span<const std::byte> bytes, const std::string& p
   if (!std::regex_search(header, m, shape_re)) return bad("no shape in header");
   std::string dims = m[1];
   static const std::regex num_re(R"(\d+)");
-  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num_re);
-       it != std::sregex_iterator(); ++it) {
-    arr.shape.push_back(std::stoll(it->str()));
-  }
   const size_t item = NpyItemSize(arr.descr);
   if (item == 0) return bad("unsupported descr '" + arr.descr + "'");
-  const size_t want = static_cast<size_t>(arr.num_elements()) * item;
   const size_t have = bytes.size() - offset - header_len;
+  // Each dimension and their product are bounded by the data present (no overflow).
+  size_t elements = 1;
+  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num_re);
+       it != std::sregex_iterator(); ++it) {
+    const auto d = ParseInt64(it->str());
+    if (!d || (*d > 0 && elements > have / item / static_cast<size_t>(*d))) {
+      return bad("shape (" + dims + ") does not fit the file's " + std::to_string(have) +
+                 " data bytes");
+    }
+    arr.shape.push_back(*d);
+    elements *= static_cast<size_t>(*d);
+  }
+  const size_t want = elements * item;
   if (have != want) {
     return bad("data has " + std::to_string(have) + " bytes, shape needs " + std::to_string(want));
   }
