@@ -83,7 +83,7 @@ Runner RegisterSamples(CLI::App& app) {
     std::vector<int16_t> dataset_id;
     order::Sample sample;
     for (int64_t p : pos) {
-      const order::SampleRecord r = view.Read(split, p, &sample);
+      const order::SampleRecord r = view.Read(split, p, &sample, /*hash_tokens=*/false);
       tokens.insert(tokens.end(), sample.tokens.begin(), sample.tokens.end());
       labels.insert(labels.end(), sample.labels.begin(), sample.labels.end());
       position_ids.insert(position_ids.end(), sample.position_ids.begin(),

@@ -211,7 +211,7 @@ TEST_F(FeederMpi, EveryRankGetsWhatGetBatchGives) {
             EXPECT_EQ(batch.positions[k], p);
             want_idx.push_back(p);
             order::Sample s;
-            view.Read(order::Split::kTrain, p, &s);
+            view.Read(order::Split::kTrain, p, &s, /*hash_tokens=*/false);
             auto put = [&](auto& to, const auto& from) {
               auto sliced = Slice(from, 1, S, 1, g.cp_size(), g.cp_rank());
               to.insert(to.end(), sliced.begin(), sliced.end());

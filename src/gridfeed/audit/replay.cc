@@ -103,7 +103,7 @@ int64_t Replay::max_dp_size() const {
 order::SampleRecord Replay::Record(int64_t position, int64_t iteration, int64_t micro_batch,
                                    int64_t dp_rank) const {
   order::Sample sample;
-  auto r = view_->Read(order::Split::kTrain, position, &sample);
+  auto r = view_->Read(order::Split::kTrain, position, &sample, /*hash_tokens=*/true);
   r.iteration = iteration;
   r.micro_batch = micro_batch;
   r.dp_rank = dp_rank;

@@ -383,7 +383,7 @@ void Feeder::Impl::Assemble(const order::StepBatch& batch, std::vector<std::byte
   std::vector<uint8_t> mask;
   for (size_t k = 0; k < batch.positions.size(); ++k) {
     const int64_t position = batch.positions[k];
-    order::SampleRecord r = view->Read(split, position, &sample);
+    order::SampleRecord r = view->Read(split, position, &sample, /*hash_tokens=*/keeps_records);
     if (keeps_records) {
       r.iteration = batch.iteration;
       r.micro_batch = batch.micro_batch;

@@ -50,13 +50,13 @@ class MegatronView final : public OrderView {
     return out;
   }
 
-  SampleRecord Read(Split split, int64_t position, Sample* out) const override {
+  SampleRecord Read(Split split, int64_t position, Sample* out, bool hash_tokens) const override {
     const int i = static_cast<int>(split);
     const SplitView& s = *view_.splits[i];
     const auto [k, j] = s.Locate(position);
     const auto& source = s.sources[k];
     AssembleSample(*bound_[i][k], source.tables, j, sample_options_, out);
-    return MakeSampleRecord(position, k, j, source.tables, out->tokens);
+    return MakeSampleRecord(position, k, j, source.tables, hash_tokens ? &out->tokens : nullptr);
   }
 
   bool is_blend(Split split) const override {

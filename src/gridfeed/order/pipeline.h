@@ -45,9 +45,10 @@ class OrderView {
   // Facts of every open token store, in token_stores() order (see store_facts.h).
   virtual std::vector<StoreFacts> TokenStoreFacts(uint64_t salt) const = 0;
   // Assembles sample `position` of `split` into `out` and returns what it is (iteration,
-  // micro-batch and DP rank are left for the caller). REQUIRES: 0 <= position < length(split)
-  // and the token stores open.
-  virtual SampleRecord Read(Split split, int64_t position, Sample* out) const = 0;
+  // micro-batch and DP rank are left for the caller); token_xxh3 only with `hash_tokens` (a
+  // pass over the tokens that only the ledger and the audit need). REQUIRES: 0 <= position <
+  // length(split) and the token stores open.
+  virtual SampleRecord Read(Split split, int64_t position, Sample* out, bool hash_tokens) const = 0;
   // Whether the split's positions are spread over sources by a blend table (also with one
   // weighted source).
   virtual bool is_blend(Split split) const = 0;
