@@ -304,6 +304,11 @@ Result<int64_t> ValidateGrid(const JobOptions& o, int64_t world_size) {
     return InvalidArgument("--data-parallel-size " + std::to_string(g.data_parallel_size) +
                            " does not match world size / (TP x PP x CP) = " + std::to_string(dp));
   }
+  // Testing options that name ranks or nodes.
+  GRIDFEED_RETURN_IF_ERROR(Range("testing-ranks-per-node", o.feed.testing_ranks_per_node, 0,
+                                 world_size, "in [0, world size]"));
+  GRIDFEED_RETURN_IF_ERROR(Range("testing-corrupt-image-node", o.feed.testing_corrupt_image_node,
+                                 -1, world_size - 1, "in [-1, world size)"));
   const int64_t mbs = o.batch.micro_batch_size;
   const int64_t step = mbs * dp;  // both below 2^40 and 2^24: no overflow
   const int64_t gbs = o.batch.global_batch_size ? o.batch.global_batch_size : step;

@@ -123,17 +123,6 @@ Status Feeder::Impl::AgreeOnOptions(MPI_Comm comm) {
   GRIDFEED_RETURN_IF_ERROR(same);
   GRIDFEED_ASSIGN_OR_RETURN(const int64_t dp, config::ValidateGrid(options, world_size));
   options.grid.data_parallel_size = dp;
-  // Testing options (agreed above, so the same verdict everywhere).
-  if (options.feed.testing_ranks_per_node < 0 || options.feed.testing_ranks_per_node > world_size) {
-    return InvalidArgument("--testing-ranks-per-node must be in [0, world size " +
-                           std::to_string(world_size) + "], got " +
-                           std::to_string(options.feed.testing_ranks_per_node));
-  }
-  if (options.feed.testing_corrupt_image_node < -1 ||
-      options.feed.testing_corrupt_image_node >= world_size) {
-    return InvalidArgument("--testing-corrupt-image-node must be in [-1, world size), got " +
-                           std::to_string(options.feed.testing_corrupt_image_node));
-  }
   if (options.batch.global_batch_size == 0) {
     options.batch.global_batch_size = options.batch.micro_batch_size * dp;
   }
