@@ -171,7 +171,7 @@ TEST_F(FeederMpi, EveryRankGetsWhatGetBatchGives) {
       }
 
       // Expected: the golden-verified order module on this rank, through the same schedule.
-      auto pipeline = order::Pipeline::For(o.data);
+      auto pipeline = order::Pipeline::For(o);
       GRIDFEED_ASSERT_ALL_RANKS(pipeline.ok(), pipeline.status().ToString());
       auto built = (*pipeline)->Build();
       GRIDFEED_ASSERT_ALL_RANKS(built.ok(), built.status().ToString());

@@ -144,7 +144,7 @@ Status Feeder::Impl::CreateGrid(MPI_Comm comm) {
 // reader views the image it received. The canonical text (options + data facts) follows.
 Status Feeder::Impl::BuildAndShareTables() {
   const parallel::Grid& g = *grid;
-  GRIDFEED_ASSIGN_OR_RETURN(pipeline, order::Pipeline::For(options.data));
+  GRIDFEED_ASSIGN_OR_RETURN(pipeline, order::Pipeline::For(options));
   int64_t length = 0;
   auto build = [&]() -> Result<parallel::ImageProducer> {
     GRIDFEED_ASSIGN_OR_RETURN(auto built, pipeline->Build());
@@ -380,7 +380,8 @@ void Feeder::Impl::Assemble(const order::StepBatch& batch, std::vector<std::byte
       records->push_back(r);
     }
     const auto i = static_cast<int64_t>(k);
-    layout.Put(out, PayloadLayout::kSampleIndices, i, &position, 1);
+    const int64_t sample_index = view->SampleIndex(split, position);
+    layout.Put(out, PayloadLayout::kSampleIndices, i, &sample_index, 1);
     if (layout.has_inputs) {
       tokens = order::CpZigzagSlice(sample.tokens, 1, S, 1, cp, g.cp_rank());
       positions = order::CpZigzagSlice(sample.position_ids, 1, S, 1, cp, g.cp_rank());

@@ -52,6 +52,8 @@ class OlmoTokenFiles {
   int FileOf(int64_t instance) const;
   // Tokens of instance i widened to int64 (`out` has chunk_size entries).
   void ReadInstance(int64_t instance, std::span<int64_t> out) const;
+  // The whole token file k (for store facts).
+  std::span<const std::byte> bytes(size_t k) const { return files_[k].bytes(); }
   // Its label mask, 0/1 (`out` has chunk_size entries). REQUIRES has_label_masks().
   void ReadLabelMask(int64_t instance, std::span<uint8_t> out) const;
 
