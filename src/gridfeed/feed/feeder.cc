@@ -465,6 +465,7 @@ Status Feeder::SaveCheckpoint(const std::string& path, int64_t iteration) const 
     for (int64_t n : c.source_samples) c.source_tokens.push_back(n * im.options.data.seq_length);
     c.dp = g.dp_size(), c.tp = g.tp_size(), c.pp = g.pp_size(), c.cp = g.cp_size();
     c.token_store_facts = im.store_facts;
+    c.order_position = im.view->DescribeCursor(im.split, im.consumed);
     c.micro_batch_size = im.options.batch.micro_batch_size;
     c.global_batch_size = im.options.batch.global_batch_size;
     written = checkpoint::WriteCursor(path, c);

@@ -196,6 +196,19 @@ class OlmoView final : public OrderView {
     return r;
   }
 
+  // OLMo's trainer state: the epoch and global_train_examples_seen_this_epoch (its restart
+  // start_index), as they follow from the consumed positions (whole steps per DP rank).
+  std::string DescribeCursor(Split, int64_t consumed) const override {
+    const int64_t per_rank = consumed / plan_.world_size;
+    const int64_t epoch = per_rank / plan_.epoch_stream;
+    return nlohmann::json{
+        {"pipeline", "olmo"},
+        {"epoch", plan_.first_epoch + epoch},
+        {"instances_seen_this_epoch", (per_rank - epoch * plan_.epoch_stream) * plan_.world_size},
+        {"world_size", plan_.world_size}}
+        .dump();
+  }
+
   bool is_blend(Split) const override { return plan_.source_names.size() > 1; }
 
   int SourceOf(Split, int64_t position) const override {

@@ -55,6 +55,11 @@ class OrderView {
     (void)split;
     return position;
   }
+  // The cursor `consumed` in the order's own terms, as JSON (empty: none), kept in checkpoints.
+  virtual std::string DescribeCursor(Split split, int64_t consumed) const {
+    (void)split, (void)consumed;
+    return {};
+  }
   // Whether the split's positions are spread over sources by a blend table (also with one
   // weighted source).
   virtual bool is_blend(Split split) const = 0;
