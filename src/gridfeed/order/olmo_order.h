@@ -22,6 +22,10 @@ struct OlmoSizes {
 Result<OlmoSizes> OlmoSizesFor(int64_t dataset_len, int64_t world_size, int64_t global_batch_size,
                                bool drop_last);
 
+// FailedPrecondition when total_size is 0 (N = 0, or drop_last with N < W): OLMo crashes there
+// writing its work_dir file ("cannot mmap an empty file"); gridfeed says why instead.
+Status OlmoCheckOrderNotEmpty(int64_t dataset_len, int64_t world_size, const OlmoSizes& sizes);
+
 // _build_global_indices: arange(N, uint32), shuffled with seed + epoch when `shuffle`, then
 // padded by repeating the shuffled head (out[k] = idx[k mod N]) or truncated to total_size.
 // `seed_plus_epoch` is the shuffle seed (AddToSeed(seed, epoch)).

@@ -57,5 +57,8 @@ class Pcg64 {
 // generator's state carries over (a buffered half included) as numpy's does. Swap targets are
 // drawn ahead and prefetched.
 void ShuffleUint32(Pcg64& rng, std::span<uint32_t> x);
+// The same shuffle of the concatenation head ++ tail, for a caller that keeps only a prefix
+// (OLMo's drop_last truncation) and so needs no second copy of a large array.
+void ShuffleUint32(Pcg64& rng, std::span<uint32_t> head, std::span<uint32_t> tail);
 
 }  // namespace gridfeed::order
