@@ -222,6 +222,7 @@ TEST_F(FeederMpi, EveryRankGetsWhatGetBatchGives) {
             put(loss, s.loss_mask);
           }
           EXPECT_EQ(mb->sample_indices, want_idx);
+          EXPECT_EQ(mb->sample_positions, want_idx);  // Megatron: index = position
           EXPECT_EQ(mb->source_ids, want_sources);
           if (mb->has_inputs) {
             EXPECT_EQ(mb->tokens, tokens);

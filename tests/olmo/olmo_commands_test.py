@@ -89,8 +89,8 @@ def train_config_from_memmap_call(call):
 
 # ---------------------------------------------------------------- tables
 def check_tables(cfg, world, want, what, want_total=None, want_device=None):
-    out = os.path.join(WORK, f"t{n_cfg}")
     path = config_file(cfg)
+    out = os.path.join(WORK, f"t{n_cfg}")
     sh([GRIDFEED, "tables", "--config", path, "--data-parallel-size", str(world), "--out", out],
        what=what)
     got = np.load(os.path.join(out, "global_indices.npy"))
@@ -203,7 +203,10 @@ def run_case(name, workers, micro=None, consumed=0):
     cfg["device_train_microbatch_size"] = mbs
     runs = {r["rank"]: r for r in c["runs"] if r["num_workers"] == workers}
     streams = [rank_streams(runs[r]) for r in range(W)]
-    iters = min(len(s) for s in streams) // B
+    GB = B * W
+    # Whole global batches from `consumed` that the golden epochs hold.
+    steps = (min(len(s) for s in streams) * W - consumed) // GB
+    iters = steps  # run counts iterations from 0 after --consumed-samples
     out = os.path.join(WORK, f"run_{name}_{workers}_{mbs}_{consumed}")
     args = ["mpirun", "-n", str(W), "--oversubscribe", GRIDFEED, "run", "--config",
             config_file(cfg), "--train-iters", str(iters), "--dump", out]
@@ -216,7 +219,7 @@ def run_case(name, workers, micro=None, consumed=0):
             fail(f"run {name}: sample_indices {got.dtype} {got.shape}")
         first = consumed // W
         want = np.array(streams[r][first:first + got.size], dtype=np.int64)
-        if got.size != iters * B - first or not np.array_equal(got.reshape(-1), want):
+        if got.size != steps * B or not np.array_equal(got.reshape(-1), want):
             fail(f"run {name} K={workers} mbs={mbs} rank {r}: {got.reshape(-1)[:16]} vs {want[:16]}")
     checked["run"] += 1
     return c, out, runs

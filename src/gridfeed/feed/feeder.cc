@@ -383,6 +383,7 @@ void Feeder::Impl::Assemble(const order::StepBatch& batch, std::vector<std::byte
     const int64_t sample_index = view->SampleIndex(split, position);
     layout.Put(out, PayloadLayout::kSampleIndices, i, &sample_index, 1);
     layout.Put(out, PayloadLayout::kSourceIds, i, &r.dataset, 1);
+    layout.Put(out, PayloadLayout::kSamplePositions, i, &position, 1);
     if (layout.has_inputs) {
       tokens = order::CpZigzagSlice(sample.tokens, 1, S, 1, cp, g.cp_rank());
       positions = order::CpZigzagSlice(sample.position_ids, 1, S, 1, cp, g.cp_rank());

@@ -75,18 +75,23 @@ Status FinishPlan(const config::JobOptions& o, OlmoPlan* p) {
         (p->drop_last ? " with data.drop_last (device batch " + std::to_string(b) + ")" : "") +
         " (OLMo itself fails here writing an empty global_indices.npy)");
   }
-  // Enough epochs for --train-iters whole global batches per DP rank.
+  // Enough epochs for --train-iters whole global batches per DP rank after
+  // --consumed-samples (both below 2^40 and 2^62: no overflow).
   const int64_t iters = std::max<int64_t>(1, o.run.train_iters);
-  if (iters > std::numeric_limits<int64_t>::max() / b) {
+  if (iters > (std::numeric_limits<int64_t>::max() / 4) / b) {
     return InvalidArgument("--train-iters " + std::to_string(iters) + " is too large");
   }
-  p->epochs = std::max<int64_t>(1, (iters * b + p->epoch_stream - 1) / p->epoch_stream);
+  const int64_t per_rank =
+      (o.resume.consumed_samples + p->world_size - 1) / p->world_size + iters * b;
+  p->epochs = std::max<int64_t>(1, (per_rank + p->epoch_stream - 1) / p->epoch_stream);
   if (p->epochs > kMaxEpochs) {
     return InvalidArgument("--train-iters " + std::to_string(iters) + " needs " +
                            std::to_string(p->epochs) + " OLMo epochs (at most " +
                            std::to_string(kMaxEpochs) + ")");
   }
-  p->length = p->epochs * p->epoch_stream / b * p->global_batch_size;
+  // Whole micro-steps (a restart may begin inside a global batch).
+  const int64_t mbs = p->micro_batch_size;
+  p->length = p->epochs * p->epoch_stream / mbs * mbs * p->world_size;
   return Status::Ok();
 }
 

@@ -40,7 +40,7 @@ struct OlmoPlan {
   int64_t first_epoch = 0;
   int64_t epochs = 1;  // epochs the tables hold (enough for --train-iters)
   SeedWords seed;      // the train seed (data.seed or seed); epoch e shuffles with seed + e
-  int64_t length = 0;  // positions: whole global batches over `epochs` epochs
+  int64_t length = 0;  // positions: whole micro-steps (mbs x DP) over `epochs` epochs
 };
 
 // DP size from --data-parallel-size (1 when 0: offline tools), the batch sizes as resolved.
