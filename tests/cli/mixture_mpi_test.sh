@@ -77,6 +77,6 @@ mpirun -n 4 --oversubscribe "$GRIDFEED" run --config "$WORK/future.yaml" "${A[@]
   --resume "$WORK/ck5.h5" --allow-schedule-change > "$WORK/future.out" 2>&1 \
   || { cat "$WORK/future.out"; fail "a future-only amendment was refused"; }
 h5dump -a /gridfeed/schedule_history "$WORK/amended.h5" > "$WORK/history.txt"
-grep -q 'position\\":80' "$WORK/history.txt" || { cat "$WORK/history.txt"; fail "history"; }
-grep -q 'position\\":0' "$WORK/history.txt" || { cat "$WORK/history.txt"; fail "history"; }
+grep -q '"position":80,' "$WORK/history.txt" || { cat "$WORK/history.txt"; fail "history"; }
+grep -q '"position":0,' "$WORK/history.txt" || { cat "$WORK/history.txt"; fail "history"; }
 echo "cli mixture: ok"

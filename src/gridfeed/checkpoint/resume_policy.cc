@@ -35,6 +35,10 @@ bool OnlyScheduleChanged(const std::string& before, const std::string& after) {
 
 }  // namespace
 
+std::string WithoutScheduleText(const std::string& canonical) {
+  return WithoutSchedule(canonical).dump();
+}
+
 std::string FirstChangedStage(const std::string& before_schedule,
                               const std::string& after_schedule) {
   const auto a = nlohmann::json::parse(before_schedule, nullptr, false);

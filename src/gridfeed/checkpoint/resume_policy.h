@@ -40,6 +40,10 @@ struct ResumePoint {
 
 Result<ResumePoint> CheckResume(const Cursor& saved, const ResumeRequest& now);
 
+// A canonical text without its mixture schedule and the facts that follow from it (what an
+// amendment leaves unchanged), e.g. to salt the token store digests of a mixture run.
+std::string WithoutScheduleText(const std::string& canonical);
+
 // The first part of a mixture schedule (canonical JSON) that differs: "sources", "stage 'x'
 // (schedule[i])" or "max_epochs".
 std::string FirstChangedStage(const std::string& before_schedule,

@@ -343,7 +343,10 @@ Status Feeder::Impl::OpenTokenStores() {
 // fingerprint. A difference on any reader is the same error everywhere, naming rank and store.
 Status Feeder::Impl::CheckTokenStores() {
   const parallel::Grid& g = *grid;
-  const uint64_t salt = XXH3_64bits(fingerprint.data(), fingerprint.size());
+  // A mixture's digests do not depend on its schedule, so an amended resume can compare them.
+  const std::string salted =
+      options.data.is_mixture() ? checkpoint::WithoutScheduleText(canonical) : fingerprint;
+  const uint64_t salt = XXH3_64bits(salted.data(), salted.size());
   std::vector<order::StoreFacts> mine;
   if (g.is_reader()) mine = view->TokenStoreFacts(salt);
   std::string reference = order::EncodeFacts(mine);  // rank 0 is a reader
