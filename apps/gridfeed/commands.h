@@ -17,5 +17,6 @@ Runner RegisterTables(CLI::App& app);
 Runner RegisterSamples(CLI::App& app);
 Runner RegisterRun(CLI::App& app);
 Runner RegisterAudit(CLI::App& app);
+Runner RegisterPlan(CLI::App& app);
 
 }  // namespace gridfeed::app

@@ -201,6 +201,9 @@ Result<std::vector<unsigned char>> BuildImage(const std::string& name, const Cur
   if (!c.token_store_facts.empty()) {
     GRIDFEED_RETURN_IF_ERROR(WriteString(g, "token_store_facts", c.token_store_facts));
   }
+  if (!c.schedule_history.empty()) {
+    GRIDFEED_RETURN_IF_ERROR(WriteString(g, "schedule_history", c.schedule_history));
+  }
   GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "iteration", {c.iteration}));
   GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "consumed_train_samples", {c.consumed_train_samples}));
   GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "consumed_valid_samples", {c.consumed_valid_samples}));
@@ -283,6 +286,11 @@ Result<Cursor> ReadCursor(const std::string& path) {
   if (has_position < 0) return DataLoss("checkpoint '" + path + "': unreadable attribute list");
   if (has_position > 0) {
     GRIDFEED_ASSIGN_OR_RETURN(c.order_position, ReadString(g, "order_position", path));
+  }
+  const htri_t has_history = H5Aexists(g, "schedule_history");
+  if (has_history < 0) return DataLoss("checkpoint '" + path + "': unreadable attribute list");
+  if (has_history > 0) {
+    GRIDFEED_ASSIGN_OR_RETURN(c.schedule_history, ReadString(g, "schedule_history", path));
   }
   auto scalar = [&](const char* name, int64_t* out) -> Status {
     GRIDFEED_ASSIGN_OR_RETURN(auto v, ReadInts(g, {name, 1, 1, 0}, path));

@@ -37,6 +37,9 @@ struct Cursor {
   // instances seen this epoch), for people and tools; the resume uses consumed_train_samples.
   // Optional: empty when the order has none.
   std::string order_position;
+  // Mixture schedules only: JSON list of {"position", "fingerprint", "schedule"}, the schedule
+  // in force from each position on (an amended resume appends one). Optional.
+  std::string schedule_history;
 };
 
 // IoError (naming the file and errno) if any step fails; the old file at `path` is untouched then

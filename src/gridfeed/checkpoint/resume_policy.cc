@@ -1,17 +1,94 @@
 #include "gridfeed/checkpoint/resume_policy.h"
 
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "gridfeed/config/canonical.h"
 
 namespace gridfeed::checkpoint {
 
+namespace {
+
+constexpr const char* kScheduleKey = "mixture-schedule";
+
+// The canonical text without the mixture schedule and its resolved facts.
+nlohmann::json WithoutSchedule(const std::string& canonical) {
+  nlohmann::json j = nlohmann::json::parse(canonical, nullptr, false);
+  if (!j.is_object()) return nullptr;
+  j.erase(kScheduleKey);
+  if (j.contains("data-files") && j["data-files"].is_object()) j["data-files"].erase("mixture");
+  return j;
+}
+
+std::string ScheduleOf(const std::string& canonical) {
+  const nlohmann::json j = nlohmann::json::parse(canonical, nullptr, false);
+  if (!j.is_object() || !j.contains(kScheduleKey) || !j[kScheduleKey].is_string()) return "";
+  return j[kScheduleKey].get<std::string>();
+}
+
+// Both orders are mixtures and only their schedules (or what follows from them) differ.
+bool OnlyScheduleChanged(const std::string& before, const std::string& after) {
+  if (ScheduleOf(before).empty() || ScheduleOf(after).empty()) return false;
+  const nlohmann::json a = WithoutSchedule(before), b = WithoutSchedule(after);
+  return !a.is_null() && a == b;
+}
+
+}  // namespace
+
+std::string WithoutScheduleText(const std::string& canonical) {
+  return WithoutSchedule(canonical).dump();
+}
+
+std::string FirstChangedStage(const std::string& before_schedule,
+                              const std::string& after_schedule) {
+  const auto a = nlohmann::json::parse(before_schedule, nullptr, false);
+  const auto b = nlohmann::json::parse(after_schedule, nullptr, false);
+  if (!a.is_object() || !b.is_object()) return "the schedule";
+  if (a.value("sources", nlohmann::json()) != b.value("sources", nlohmann::json())) {
+    return "sources";
+  }
+  const auto sa = a.value("schedule", nlohmann::json::array());
+  const auto sb = b.value("schedule", nlohmann::json::array());
+  for (size_t i = 0; i < std::max(sa.size(), sb.size()); ++i) {
+    if (i >= sa.size() || i >= sb.size() || sa[i] != sb[i]) {
+      const auto& st = i < sa.size() ? sa[i] : sb[i];
+      return "stage '" + st.value("name", std::string("?")) + "' (schedule[" + std::to_string(i) +
+             "])";
+    }
+  }
+  if (a.value("max_epochs", nlohmann::json()) != b.value("max_epochs", nlohmann::json())) {
+    return "max_epochs";
+  }
+  return "the resolved schedule (budgets in iterations follow the global batch size)";
+}
+
 Result<ResumePoint> CheckResume(const Cursor& saved, const ResumeRequest& now) {
   const std::string where = "checkpoint '" + now.path + "'";
   if (config::FingerprintOf(saved.canonical_config) != saved.fingerprint) {
     return DataLoss(where + ": its configuration text does not match its fingerprint (corrupt)");
   }
-  if (saved.fingerprint != now.fingerprint) {
+  bool amended = false;
+  if (saved.fingerprint != now.fingerprint &&
+      OnlyScheduleChanged(saved.canonical_config, now.canonical_config)) {
+    const std::string stage =
+        FirstChangedStage(ScheduleOf(saved.canonical_config), ScheduleOf(now.canonical_config));
+    if (!now.allow_schedule_change || !now.check_same_past) {
+      return FailedPrecondition(where +
+                                " was written with another mixture schedule (first "
+                                "difference: " +
+                                stage +
+                                "); pass --allow-schedule-change to "
+                                "continue if the order up to its cursor is unchanged");
+    }
+    const Status same = now.check_same_past(saved);
+    if (!same.ok()) {
+      return FailedPrecondition(
+          where + ": the amended mixture schedule (first difference: " + stage +
+          ") changes the order before the cursor (" + std::to_string(saved.consumed_train_samples) +
+          " samples): " + same.message() + "; refusing to resume");
+    }
+    amended = true;
+  } else if (saved.fingerprint != now.fingerprint) {
     return FailedPrecondition(where + " was written for another data order (" +
                               config::DescribeChange(saved.canonical_config, now.canonical_config) +
                               "); refusing to resume");
@@ -41,7 +118,7 @@ Result<ResumePoint> CheckResume(const Cursor& saved, const ResumeRequest& now) {
                               "; pass --allow-batch-size-change to continue from the same global "
                               "sample");
   }
-  return ResumePoint{saved.consumed_train_samples, saved.iteration};
+  return ResumePoint{saved.consumed_train_samples, saved.iteration, amended};
 }
 
 }  // namespace gridfeed::checkpoint

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "gridfeed/config/mixture_schedule.h"
 #include "gridfeed/config/olmo_yaml.h"
 #include "gridfeed/core/log.h"
 #include "gridfeed/core/parse.h"
@@ -94,9 +95,13 @@ Status ApplyYaml(const std::string& path, Groups groups, JobOptions* o) {
     }
     return Status::Ok();
   }
+  if (groups.Has(Group::kData)) {
+    GRIDFEED_RETURN_IF_ERROR(MixtureScheduleFromYaml(path, root, &o->data.mixture_schedule));
+  }
   for (const auto& kv : root) {
     if (!kv.first.IsScalar()) return InvalidArgument("config '" + path + "': a key is not a name");
     const std::string key = kv.first.Scalar();
+    if (groups.Has(Group::kData) && IsMixtureKey(key)) continue;  // read above
     const OptionRow* row = FindRow(key);
     if (row == nullptr || !InGroups(*row, groups)) {
       return InvalidArgument("config '" + path + "': unknown key '" + key + "'" +

@@ -5,6 +5,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "gridfeed/config/mixture_schedule.h"
 #include "gridfeed/core/parse.h"
 
 namespace gridfeed::config {
@@ -106,6 +107,10 @@ const std::vector<OptionRow>& Table() {
        "OLMo collator padding (instances have one length, so nothing is padded)",
        GF_FIELD(data.olmo_pad_direction),
        {"right", "left"}},
+      // A scheduled mixture; a config's sources/schedule/max_epochs keys set it.
+      {"mixture-schedule", G::kData, C::kUnlessDefault,
+       "Mixture schedule as JSON (a YAML config's sources/schedule/max_epochs set it)",
+       GF_FIELD(data.mixture_schedule)},
       // Grid.
       {"tensor-model-parallel-size", G::kGrid, C::kNo, "TP size",
        GF_FIELD(grid.tensor_model_parallel_size)},
@@ -131,6 +136,9 @@ const std::vector<OptionRow>& Table() {
       {"allow-batch-size-change", G::kResume, C::kNo,
        "Resume with another global batch size from the same global sample",
        GF_FIELD(resume.allow_batch_size_change)},
+      {"allow-schedule-change", G::kResume, C::kNo,
+       "Resume with an amended mixture schedule if the order up to the cursor is unchanged",
+       GF_FIELD(resume.allow_schedule_change)},
       {"consumed-samples", G::kResume, C::kNo, "Start as if resumed at this global sample",
        GF_FIELD(resume.consumed_samples)},
       // Feed.
@@ -253,6 +261,27 @@ Status ValidateOlmo(const JobOptions& o) {
                ">= 0");
 }
 
+// A scheduled mixture: a valid schedule, the sources instead of Megatron's blend flags.
+Status ValidateMixture(const JobOptions& o) {
+  const auto& d = o.data;
+  if (d.is_olmo() || !d.data_path.empty() || !d.train_data_path.empty() ||
+      !d.valid_data_path.empty() || !d.test_data_path.empty()) {
+    return InvalidArgument(
+        "--mixture-schedule (a config's sources/schedule) names its own token stores: drop "
+        "--data-path/--train-data-path/--valid-data-path/--test-data-path/--olmo-paths");
+  }
+  if (d.train_samples != "none") {
+    return InvalidArgument(
+        "--train-samples: with a mixture schedule the stages' budgets "
+        "decide the train samples");
+  }
+  if (d.dataloader_type != "single") {
+    return InvalidArgument("--dataloader-type " + d.dataloader_type +
+                           ": a mixture schedule is read once, in order (single)");
+  }
+  return ParseMixtureSchedule(d.mixture_schedule).status();
+}
+
 }  // namespace
 
 std::span<const OptionRow> OptionTable() { return Table(); }
@@ -327,6 +356,7 @@ Status Validate(const JobOptions& o) {
   const auto& d = o.data;
   if (d.seq_length <= 0) return InvalidArgument("--seq-length must be given and positive");
   GRIDFEED_RETURN_IF_ERROR(Range("seq-length", d.seq_length, 1, int64_t{1} << 40, "in [1, 2^40]"));
+  if (d.is_mixture()) GRIDFEED_RETURN_IF_ERROR(ValidateMixture(o));
   if (d.is_olmo()) {
     GRIDFEED_RETURN_IF_ERROR(ValidateOlmo(o));
   } else {

@@ -58,7 +58,11 @@ struct DataOptions {
   int64_t olmo_repetition_min_period = 1;
   int64_t olmo_repetition_max_count = 32;
   std::string olmo_pad_direction = "right";
+  // A mixture schedule (config/mixture_schedule.h) as canonical JSON; selects the scheduled
+  // order (order/mixture_pipeline.h). Empty: none.
+  std::string mixture_schedule;
   bool is_olmo() const { return !olmo_paths.empty(); }
+  bool is_mixture() const { return !mixture_schedule.empty(); }
 };
 
 struct GridOptions {
@@ -79,6 +83,8 @@ struct BatchOptions {
 struct ResumeOptions {
   std::string resume_from;  // a gridfeed HDF5 checkpoint
   bool allow_batch_size_change = false;
+  // Resume with another mixture schedule when the order up to the cursor is identical.
+  bool allow_schedule_change = false;
   int64_t consumed_samples = 0;  // start as if resumed here (global samples)
 };
 

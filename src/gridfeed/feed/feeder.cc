@@ -10,6 +10,7 @@
 #include <exception>
 #include <mutex>
 #include <new>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "gridfeed/checkpoint/cursor.h"
@@ -22,8 +23,11 @@
 #include "gridfeed/feed/payload.h"
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/order/cp_zigzag.h"
+#include "gridfeed/order/mixture_pipeline.h"
+#include "gridfeed/order/order_prefix.h"
 #include "gridfeed/order/pipeline.h"
 #include "gridfeed/order/read_schedule.h"
+#include "gridfeed/order/table_image.h"
 #include "gridfeed/parallel/agree.h"
 #include "gridfeed/parallel/shared_image.h"
 
@@ -34,6 +38,22 @@ order::Split SplitOf(const FeederOptions& o) {
   if (o.feed.split_name == "valid") return order::Split::kValid;
   if (o.feed.split_name == "test") return order::Split::kTest;
   return order::Split::kTrain;
+}
+
+// The mixture schedule a canonical text holds (empty: none).
+std::string ScheduleOfCanonical(const std::string& canonical) {
+  const auto j = nlohmann::json::parse(canonical, nullptr, false);
+  if (!j.is_object() || !j.contains("mixture-schedule") || !j["mixture-schedule"].is_string()) {
+    return "";
+  }
+  return j["mixture-schedule"].get<std::string>();
+}
+
+// `history` (a JSON list) with the schedule in force from `position` appended.
+std::string ScheduleHistoryEntry(nlohmann::json history, int64_t position,
+                                 const std::string& schedule) {
+  history.push_back({{"position", position}, {"schedule", schedule}});
+  return history.dump();
 }
 
 }  // namespace
@@ -49,7 +69,8 @@ struct Feeder::Impl {
   std::unique_ptr<device::TpBroadcast> device_bcast;
   PayloadLayout layout;
   std::string canonical, fingerprint;
-  std::string store_facts;  // rank 0's token store facts (order::EncodeFacts)
+  std::string store_facts;       // rank 0's token store facts (order::EncodeFacts)
+  std::string schedule_history;  // rank 0, mixture schedules: checkpoint::Cursor's
   StartupTimes startup;
   int64_t split_length = 0;
   int64_t resumed_iteration = 0;
@@ -78,6 +99,9 @@ struct Feeder::Impl {
   bool same_files_as_node_leader = false;
   Status CheckTokenStores();
   Status Resume();
+  // Rank 0: whether the saved order (recomputed from its canonical text) reads what this run's
+  // tables read before the saved cursor.
+  Status SamePast(const checkpoint::Cursor& saved) const;
   Status PlanSchedule();
   Status OpenDevicePath();
   void StartPrefetch();
@@ -204,6 +228,10 @@ Status Feeder::Impl::BuildAndShareTables() {
 Status Feeder::Impl::Resume() {
   const parallel::Grid& g = *grid;
   consumed = options.resume.consumed_samples;
+  if (g.world_rank() == 0 && options.data.is_mixture()) {
+    schedule_history =
+        ScheduleHistoryEntry(nlohmann::json::array(), consumed, options.data.mixture_schedule);
+  }
   if (options.resume.resume_from.empty()) return Status::Ok();
   Status checked;
   int64_t point[2] = {0, 0};  // consumed, iteration
@@ -218,12 +246,29 @@ Status Feeder::Impl::Resume() {
     now.allow_batch_size_change = options.resume.allow_batch_size_change;
     now.order_depends_on_geometry = options.data.dataloader_type == "cyclic";
     now.token_store_facts = store_facts;
+    now.allow_schedule_change = options.resume.allow_schedule_change;
+    now.check_same_past = [this](const checkpoint::Cursor& saved) { return SamePast(saved); };
     auto cursor = checkpoint::ReadCursor(options.resume.resume_from);
     auto resumed = cursor.ok() ? checkpoint::CheckResume(*cursor, now)
                                : Result<checkpoint::ResumePoint>(cursor.status());
     if (resumed.ok()) {
       point[0] = resumed->consumed_samples;
       point[1] = resumed->iteration;
+      if (options.data.is_mixture()) {
+        nlohmann::json history = nlohmann::json::parse(cursor->schedule_history, nullptr, false);
+        if (!history.is_array()) {  // saved before histories: its schedule from position 0
+          history = nlohmann::json::parse(ScheduleHistoryEntry(
+              nlohmann::json::array(), 0, ScheduleOfCanonical(cursor->canonical_config)));
+        }
+        schedule_history =
+            resumed->schedule_amended
+                ? ScheduleHistoryEntry(history, point[0], options.data.mixture_schedule)
+                : history.dump();
+        if (resumed->schedule_amended) {
+          log::Info("resuming with an amended mixture schedule from sample " +
+                    std::to_string(point[0]) + " (the order before it is unchanged)");
+        }
+      }
     } else {
       checked = resumed.status();
     }
@@ -234,6 +279,29 @@ Status Feeder::Impl::Resume() {
   consumed = point[0];
   resumed_iteration = point[1];
   return Status::Ok();
+}
+
+Status Feeder::Impl::SamePast(const checkpoint::Cursor& saved) const {
+  GRIDFEED_ASSIGN_OR_RETURN(config::DataOptions before,
+                            config::FromCanonical(saved.canonical_config));
+  config::JobOptions old = options;
+  old.data = before;
+  old.batch.global_batch_size = saved.global_batch_size;  // budgets in iterations
+  GRIDFEED_ASSIGN_OR_RETURN(auto old_pipeline, order::Pipeline::For(old));
+  GRIDFEED_ASSIGN_OR_RETURN(auto old_built, old_pipeline->Build());
+  auto writer = old_built->TakeImage();
+  std::vector<std::byte> old_image(writer->size());
+  writer->WriteTo(old_image.data());
+  GRIDFEED_ASSIGN_OR_RETURN(order::TableView a, order::ParseTableImage(old_image));
+  if (!image) return Internal("rank 0 holds no table image");
+  GRIDFEED_ASSIGN_OR_RETURN(order::TableView b, order::ParseTableImage(image->bytes()));
+  const int64_t p = order::FirstDifference(a, b, saved.consumed_train_samples);
+  if (p < 0) return Status::Ok();
+  auto layout = order::LayoutMixture(old);
+  const std::string stage =
+      layout.ok() ? layout->schedule.stages[static_cast<size_t>(layout->StageAt(p))].name : "?";
+  return FailedPrecondition("position " + std::to_string(p) + " (saved stage '" + stage +
+                            "') reads another sample");
 }
 
 // Every rank plans the same schedule from the same numbers (no communication).
@@ -297,7 +365,10 @@ Status Feeder::Impl::OpenTokenStores() {
 // takes them, any other computes its own.
 Status Feeder::Impl::CheckTokenStores() {
   const parallel::Grid& g = *grid;
-  const uint64_t salt = XXH3_64bits(fingerprint.data(), fingerprint.size());
+  // A mixture's digests do not depend on its schedule, so an amended resume can compare them.
+  const std::string salted =
+      options.data.is_mixture() ? checkpoint::WithoutScheduleText(canonical) : fingerprint;
+  const uint64_t salt = XXH3_64bits(salted.data(), salted.size());
   std::vector<order::StoreFacts> mine;
   if (g.is_reader()) {
     if (!same_files_as_node_leader) mine = view->TokenStoreFacts(salt);
@@ -510,6 +581,7 @@ Status Feeder::SaveCheckpoint(const std::string& path, int64_t iteration) const 
     c.dp = g.dp_size(), c.tp = g.tp_size(), c.pp = g.pp_size(), c.cp = g.cp_size();
     c.token_store_facts = im.store_facts;
     c.order_position = im.view->DescribeCursor(im.split, im.consumed);
+    c.schedule_history = im.schedule_history;
     c.micro_batch_size = im.options.batch.micro_batch_size;
     c.global_batch_size = im.options.batch.global_batch_size;
     written = checkpoint::WriteCursor(path, c);

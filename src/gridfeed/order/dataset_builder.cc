@@ -15,8 +15,9 @@ struct Job {
   size_t mid;
 };
 
-// Builds every mid-level dataset's tables, several at once.
-Status BuildMids(std::array<std::optional<SplitDataset>, 3>& splits, const DatasetConfig& c) {
+}  // namespace
+
+Status BuildMidTables(std::array<std::optional<SplitDataset>, 3>& splits, const DatasetConfig& c) {
   std::vector<Job> jobs;
   for (int i = 0; i < 3; ++i) {
     if (!splits[i]) continue;
@@ -52,6 +53,8 @@ Status BuildMids(std::array<std::optional<SplitDataset>, 3>& splits, const Datas
   for (auto& s : statuses) GRIDFEED_RETURN_IF_ERROR(s);
   return Status::Ok();
 }
+
+namespace {
 
 MidDataset MakeMid(const std::string& prefix, Split split, std::pair<double, double> bookend,
                    std::optional<int64_t> num_samples,
@@ -170,7 +173,7 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
   }
 
   t0 = Stopwatch();
-  GRIDFEED_RETURN_IF_ERROR(BuildMids(out.splits, c));
+  GRIDFEED_RETURN_IF_ERROR(BuildMidTables(out.splits, c));
   out.seconds_tables = t0.Seconds();
 
   t0 = Stopwatch();

@@ -65,6 +65,10 @@ struct BuiltDatasets {
   double seconds_open = 0, seconds_tables = 0, seconds_blend = 0;
 };
 
+// Builds the GPT tables of every mid-level dataset laid out in `splits` (prefix, range,
+// dataset and num_samples_requested set), several at once (c.threads).
+Status BuildMidTables(std::array<std::optional<SplitDataset>, 3>& splits, const DatasetConfig& c);
+
 // Opens the token stores (relative paths from the working directory) and builds everything.
 Result<BuiltDatasets> BuildDatasets(const DatasetConfig& config);
 

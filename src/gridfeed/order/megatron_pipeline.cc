@@ -158,14 +158,11 @@ class MegatronPipeline final : public Pipeline {
 
   Result<std::unique_ptr<BuiltOrder>> Build() const override {
     GRIDFEED_ASSIGN_OR_RETURN(BuiltDatasets b, BuildMegatronDatasets(options_));
-    return std::unique_ptr<BuiltOrder>(
-        std::make_unique<MegatronBuilt>(std::move(b), MegatronSampleOptions(options_)));
+    return MakeMegatronBuilt(std::move(b), MegatronSampleOptions(options_));
   }
 
   Result<std::unique_ptr<OrderView>> ViewImage(std::span<const std::byte> image) const override {
-    GRIDFEED_ASSIGN_OR_RETURN(TableView view, ParseTableImage(image));
-    return std::unique_ptr<OrderView>(
-        std::make_unique<MegatronView>(std::move(view), MegatronSampleOptions(options_), Stores{}));
+    return ViewMegatronImage(image, MegatronSampleOptions(options_));
   }
 
  private:
@@ -173,6 +170,17 @@ class MegatronPipeline final : public Pipeline {
 };
 
 }  // namespace
+
+std::unique_ptr<BuiltOrder> MakeMegatronBuilt(BuiltDatasets built, SampleOptions sample_options) {
+  return std::make_unique<MegatronBuilt>(std::move(built), sample_options);
+}
+
+Result<std::unique_ptr<OrderView>> ViewMegatronImage(std::span<const std::byte> image,
+                                                     SampleOptions sample_options) {
+  GRIDFEED_ASSIGN_OR_RETURN(TableView view, ParseTableImage(image));
+  return std::unique_ptr<OrderView>(
+      std::make_unique<MegatronView>(std::move(view), sample_options, Stores{}));
+}
 
 std::unique_ptr<Pipeline> MakeMegatronPipeline(const config::DataOptions& options) {
   return std::make_unique<MegatronPipeline>(options);

@@ -20,6 +20,11 @@ std::unique_ptr<Pipeline> MakeMegatronPipeline(const config::DataOptions& option
 Result<DatasetConfig> MegatronDatasetConfig(const config::DataOptions& o);
 // How samples are assembled (the pad id after Megatron's pad/EOD collision rule).
 SampleOptions MegatronSampleOptions(const config::DataOptions& o);
+// The built order and the image view of Megatron-format tables (also the scheduled mixture's,
+// order/mixture_pipeline.h, whose tables are Megatron's with another blend).
+std::unique_ptr<BuiltOrder> MakeMegatronBuilt(BuiltDatasets built, SampleOptions sample_options);
+Result<std::unique_ptr<OrderView>> ViewMegatronImage(std::span<const std::byte> image,
+                                                     SampleOptions sample_options);
 // Builds every table (logs warnings and phase times): what `gridfeed tables` writes out.
 Result<BuiltDatasets> BuildMegatronDatasets(const config::DataOptions& o);
 

@@ -89,7 +89,8 @@ class BuiltOrder {
 
 class Pipeline {
  public:
-  // The pipeline these options select: OLMo's with --olmo-paths, else Megatron's. Options are
+  // The pipeline these options select: OLMo's with --olmo-paths, the scheduled mixture's with
+  // --mixture-schedule (mixture_pipeline.h), else Megatron's. Options are
   // validated already; orders that depend on the batch geometry (OLMo's) read the DP size
   // (0 = 1, offline), batch sizes and --train-iters (how many epochs to build) from them.
   static Result<std::unique_ptr<Pipeline>> For(const config::JobOptions& options);

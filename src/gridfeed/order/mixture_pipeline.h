@@ -1,0 +1,48 @@
+// A scheduled mixture as a Pipeline (order/pipeline.h), selected by --mixture-schedule (a
+// config's sources/schedule/max_epochs, config/mixture_schedule.h). The train split is the
+// schedule: the source of each position comes from the scheduled blend (mixture_blend.h); each
+// source's own samples from its Megatron GPT tables over its --split train part (shuffled per
+// source, with enough epochs for the samples the schedule draws from it plus
+// --mid-level-dataset-surplus, as Megatron asks of a blend source). The tables are Megatron's
+// (table_image.h), so the image, the view and sample assembly are Megatron's too; valid and
+// test splits are not built. One stage without ramp or caps gives Megatron's weighted blend of
+// the same sources (for a size that Megatron's sum of ceil(N * w) reaches).
+//
+// Positions: budgets in tokens are ceil(tokens / --seq-length) samples, iterations are
+// x --global-batch-size (micro-batch x DP when 0). Temperature weights use each source's train
+// part in tokens. The resolved stage boundaries are part of the data facts (fingerprint).
+// Thread safe where pipeline.h says so.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gridfeed/config/mixture_schedule.h"
+#include "gridfeed/config/options.h"
+#include "gridfeed/core/status.h"
+#include "gridfeed/order/mixture_blend.h"
+#include "gridfeed/order/pipeline.h"
+
+namespace gridfeed::order {
+
+// The schedule in positions, from the options alone.
+struct MixtureLayout {
+  config::MixtureSchedule schedule;
+  std::vector<int64_t> stage_samples, ramp_samples;
+  std::vector<int64_t> stage_begin;  // first position of each stage, then the length
+  int64_t length = 0;
+  int64_t seq_length = 0, global_batch_size = 0;
+  // The stage holding `position` (the last stage for position >= length).
+  int StageAt(int64_t position) const;
+};
+// InvalidArgument names the schedule key (a ramp longer than its stage, a total over 2^40).
+Result<MixtureLayout> LayoutMixture(const config::JobOptions& o);
+// The stages with normalised weights; `source_tokens` (per source) sizes the temperature/alpha
+// stages.
+std::vector<BlendStage> MixtureStages(const MixtureLayout& layout,
+                                      const std::vector<double>& source_tokens);
+
+std::unique_ptr<Pipeline> MakeMixturePipeline(const config::JobOptions& options);
+
+}  // namespace gridfeed::order

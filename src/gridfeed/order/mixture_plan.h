@@ -1,0 +1,65 @@
+// The arithmetic of a mixture schedule before any compute is spent (`gridfeed plan`): per stage
+// and source the target share, tokens and samples allotted, the effective epochs (allotted
+// tokens / the source's tokens) and a verdict, the temperature-derived weights next to the
+// natural shares, and where max_epochs caps bind. Continuous: targets are the schedule's
+// integrals (mixture_blend.h), so counts may differ from the built order by a sample. Pure;
+// thread safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gridfeed/core/status.h"
+#include "gridfeed/order/mixture_pipeline.h"
+
+namespace gridfeed::order {
+
+// Epochs at or above this risk memorisation; below 1 part of the source is never seen.
+inline constexpr double kMemorisationEpochs = 4.0;
+
+struct PlanCell {
+  double share = 0;   // the stage's target share of the source (tokens / stage tokens)
+  double tokens = 0;  // allotted in this stage
+  double samples = 0;
+  double epochs = 0;             // this stage's tokens / the source's tokens
+  double epochs_cumulative = 0;  // through the end of this stage
+};
+
+struct PlanStageRow {
+  std::string name;
+  int64_t begin = 0, samples = 0, ramp_samples = 0;
+  std::vector<double> weights;  // target weights after the ramp (normalised)
+  double size_exponent = 0;     // > 0: weights from the sizes (temperature/alpha)
+  bool from_temperature = false;
+  std::vector<PlanCell> cells;  // per source
+};
+
+struct PlanCap {
+  int source = 0, stage = 0;
+  int64_t position = 0;  // where the source's weight drops to 0
+  double max_epochs = 0;
+};
+
+struct MixturePlan {
+  std::vector<std::string> source_names;
+  std::vector<double> source_tokens;  // train part (or declared)
+  std::vector<bool> declared;         // size from the config's `tokens`, not the store
+  std::vector<double> natural_share;
+  int64_t seq_length = 0, length = 0;
+  std::vector<PlanStageRow> stages;
+  std::vector<PlanCap> caps;
+  std::vector<double> total_tokens, total_epochs;  // per source over the run
+};
+
+// `source_tokens`: each source's size in tokens (> 0); `declared` marks the declared ones.
+Result<MixturePlan> PlanMixture(const MixtureLayout& layout,
+                                const std::vector<double>& source_tokens,
+                                const std::vector<bool>& declared);
+// "memorisation risk (>= 4 epochs)", "part never seen (x% unseen)", "ok".
+std::string EpochVerdict(double epochs);
+// Human table and JSON (sorted keys).
+std::string PlanText(const MixturePlan& plan);
+std::string PlanJson(const MixturePlan& plan);
+
+}  // namespace gridfeed::order

@@ -1,0 +1,16 @@
+// Whether two Megatron-format orders (table views, e.g. a schedule and its amendment) read the
+// same samples at the first n positions of the train split: the same source prefix and the
+// same token range (first and last document and offsets) at every position. Pure; thread safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "gridfeed/order/table_view.h"
+
+namespace gridfeed::order {
+
+// -1 when positions [0, n) agree (both long enough), else the first position that differs.
+int64_t FirstDifference(const TableView& a, const TableView& b, int64_t n);
+
+}  // namespace gridfeed::order
