@@ -27,7 +27,10 @@ class MixtureView final : public OrderView {
 
   int64_t length(Split s) const override { return inner_->length(s); }
   const std::vector<std::string>& token_stores() const override { return inner_->token_stores(); }
-  Status OpenTokenStores() override { return inner_->OpenTokenStores(); }
+  std::vector<std::string> TokenFiles() const override { return inner_->TokenFiles(); }
+  Status OpenTokenStores(bool checked_on_node) override {
+    return inner_->OpenTokenStores(checked_on_node);
+  }
   std::vector<StoreFacts> TokenStoreFacts(uint64_t salt) const override {
     return inner_->TokenStoreFacts(salt);
   }
