@@ -202,7 +202,7 @@ TEST_F(FeederMpi, EveryRankGetsWhatGetBatchGives) {
             EXPECT_TRUE(mb->tokens.empty() && mb->labels.empty() && mb->sample_indices.empty());
             return;
           }
-          std::vector<int64_t> want_idx, tokens, labels, positions;
+          std::vector<int64_t> want_idx, want_sources, tokens, labels, positions;
           std::vector<float> loss;
           order::StepBatch batch;
           ASSERT_TRUE(walker.Next(&batch));
@@ -211,7 +211,7 @@ TEST_F(FeederMpi, EveryRankGetsWhatGetBatchGives) {
             EXPECT_EQ(batch.positions[k], p);
             want_idx.push_back(p);
             order::Sample s;
-            view.Read(order::Split::kTrain, p, &s, /*hash_tokens=*/false);
+            want_sources.push_back(view.Read(order::Split::kTrain, p, &s, false).dataset);
             auto put = [&](auto& to, const auto& from) {
               auto sliced = Slice(from, 1, S, 1, g.cp_size(), g.cp_rank());
               to.insert(to.end(), sliced.begin(), sliced.end());
@@ -222,6 +222,7 @@ TEST_F(FeederMpi, EveryRankGetsWhatGetBatchGives) {
             put(loss, s.loss_mask);
           }
           EXPECT_EQ(mb->sample_indices, want_idx);
+          EXPECT_EQ(mb->source_ids, want_sources);
           if (mb->has_inputs) {
             EXPECT_EQ(mb->tokens, tokens);
             EXPECT_EQ(mb->position_ids, positions);

@@ -381,6 +381,7 @@ void Feeder::Impl::Assemble(const order::StepBatch& batch, std::vector<std::byte
     }
     const auto i = static_cast<int64_t>(k);
     layout.Put(out, PayloadLayout::kSampleIndices, i, &position, 1);
+    layout.Put(out, PayloadLayout::kSourceIds, i, &r.dataset, 1);
     if (layout.has_inputs) {
       tokens = order::CpZigzagSlice(sample.tokens, 1, S, 1, cp, g.cp_rank());
       positions = order::CpZigzagSlice(sample.position_ids, 1, S, 1, cp, g.cp_rank());

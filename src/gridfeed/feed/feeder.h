@@ -49,6 +49,7 @@ struct MicroBatch {
   int64_t seq_length = 0;
   int64_t local_seq_length = 0;         // seq_length / cp
   std::vector<int64_t> sample_indices;  // positions in the split's top-level dataset
+  std::vector<int64_t> source_ids;      // each sample's blend source (0 without a blend)
   std::vector<int64_t> tokens, position_ids, labels;
   std::vector<float> loss_mask;
   std::vector<uint8_t> attention_mask;  // 1 = masked out; only with create_attention_mask

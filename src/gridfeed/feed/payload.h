@@ -1,7 +1,8 @@
 // The byte layout of one micro-batch as the TP broadcast carries it. Every rank of a TP group
 // computes the same layout from the same options, so no schema travels with the data.
-// Order: sample_indices, tokens, position_ids, labels (int64), loss_mask (float32),
-// attention_mask (uint8); a stage carries only its fields (first: inputs, last: targets).
+// Order: sample_indices, source_ids, tokens, position_ids, labels (int64), loss_mask (float32),
+// attention_mask (uint8); a stage carries only its fields (first: inputs, last: targets;
+// sample_indices and source_ids go to both).
 #pragma once
 
 #include <cstddef>
@@ -15,7 +16,16 @@ struct MicroBatch;
 
 class PayloadLayout {
  public:
-  enum Field { kSampleIndices, kTokens, kPositionIds, kLabels, kLossMask, kAttentionMask, kCount };
+  enum Field {
+    kSampleIndices,
+    kSourceIds,
+    kTokens,
+    kPositionIds,
+    kLabels,
+    kLossMask,
+    kAttentionMask,
+    kCount
+  };
 
   PayloadLayout() = default;
   PayloadLayout(int64_t mbs, int64_t seq_length, int64_t cp, bool first_stage, bool last_stage,
