@@ -47,9 +47,12 @@ Result<std::pair<int64_t, int64_t>> ParseSteps(const std::string& s) {
 
 // The replay a command line asks for: a ledger's own schedules (its segments), or the data
 // options and batch geometry given as flags (which override the ledger's geometry).
+// `until_iteration`: the replay reaches that far (orders built per epoch need to know).
 Result<std::unique_ptr<audit::Replay>> MakeReplay(const AuditArgs& a,
-                                                  const config::OptionFlags& flags) {
+                                                  const config::OptionFlags& flags,
+                                                  int64_t until_iteration) {
   GRIDFEED_ASSIGN_OR_RETURN(config::JobOptions o, flags.ResolveUnchecked());
+  o.run.train_iters = std::max(o.run.train_iters, until_iteration);
   if (!a.ledger.empty()) {
     GRIDFEED_ASSIGN_OR_RETURN(auto ledger, audit::ReadLedger(a.ledger));
     if (o.grid.data_parallel_size == 0) return audit::Replay::ForLedger(ledger);
@@ -64,7 +67,7 @@ Result<std::unique_ptr<audit::Replay>> MakeReplay(const AuditArgs& a,
 
 Status RunReplay(const AuditArgs& a, const config::OptionFlags& flags) {
   GRIDFEED_ASSIGN_OR_RETURN(auto steps, ParseSteps(a.steps));
-  GRIDFEED_ASSIGN_OR_RETURN(auto replay, MakeReplay(a, flags));
+  GRIDFEED_ASSIGN_OR_RETURN(auto replay, MakeReplay(a, flags, steps.second));
   const int64_t dp = replay->max_dp_size();
   // Checked before any work: a cyclic order never ends, and a typo must not run for days.
   constexpr int64_t kMaxSteps = 100'000'000;
@@ -91,7 +94,7 @@ Status RunReplay(const AuditArgs& a, const config::OptionFlags& flags) {
                        static_cast<long long>(done));
           progress.Lap();
         }
-        flat.push_back(p);
+        flat.push_back(replay->view().SampleIndex(order::Split::kTrain, p));
         const std::string line =
             audit::FormatRecord(replay->Record(p, b.iteration, b.micro_batch, r));
         if (a.out.empty()) std::printf("%s\n", line.c_str());

@@ -182,11 +182,11 @@ Status RunFeeder(const RunArgs& a, const config::OptionFlags& flags) {
       }
       if (!parallel::AllEqual(g.tp_comm(), mb->Digest()))
         Abort(g, "TP peers received different data");
-      uint64_t idx_hash = XXH3_64bits(mb->sample_indices.data(), mb->sample_indices.size() * 8);
+      uint64_t idx_hash = XXH3_64bits(mb->sample_positions.data(), mb->sample_positions.size() * 8);
       if (!parallel::AllEqual(g.cp_comm(), idx_hash))
         Abort(g, "CP peers received different samples");
       std::vector<int64_t> all(static_cast<size_t>(mbs * dp));
-      MPI_Allgather(mb->sample_indices.data(), static_cast<int>(mbs), MPI_INT64_T, all.data(),
+      MPI_Allgather(mb->sample_positions.data(), static_cast<int>(mbs), MPI_INT64_T, all.data(),
                     static_cast<int>(mbs), MPI_INT64_T, g.dp_comm());
       std::sort(all.begin(), all.end());
       // single: the DP ranks cover the step's global positions exactly; cyclic with sharding:

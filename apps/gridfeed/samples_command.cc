@@ -9,6 +9,7 @@
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/npy.h"
 #include "gridfeed/order/pipeline.h"
+#include "olmo_outputs.h"
 
 namespace gridfeed::app {
 namespace {
@@ -66,12 +67,13 @@ Runner RegisterSamples(CLI::App& app) {
   sub->add_option("--positions", *positions, "e.g. 0:64,100,4000")->required();
   return [=]() -> Status {
     GRIDFEED_ASSIGN_OR_RETURN(config::JobOptions o, flags->Resolve());
+    if (o.data.is_olmo()) return WriteOlmoSamples(o, *positions, *out);
     const std::string& name = o.feed.split_name;
     order::Split split = order::Split::kTrain;
     for (int i = 0; i < 3; ++i) {
       if (name == order::kSplitNames[i]) split = static_cast<order::Split>(i);
     }
-    GRIDFEED_ASSIGN_OR_RETURN(auto pipeline, order::Pipeline::For(o.data));
+    GRIDFEED_ASSIGN_OR_RETURN(auto pipeline, order::Pipeline::For(o));
     GRIDFEED_ASSIGN_OR_RETURN(auto built, pipeline->Build());
     const order::OrderView& view = built->view();
     if (view.length(split) == 0) return FailedPrecondition("split " + name + " is empty");

@@ -8,6 +8,7 @@
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/npy.h"
 #include "gridfeed/order/megatron_pipeline.h"
+#include "olmo_outputs.h"
 
 namespace gridfeed::app {
 namespace {
@@ -76,12 +77,18 @@ Status WriteTables(const order::BuiltDatasets& b, const std::string& out) {
 }  // namespace
 
 Runner RegisterTables(CLI::App& app) {
-  CLI::App* sub = app.add_subcommand("tables", "Build Megatron's index tables and write them");
-  auto flags = std::make_shared<config::OptionFlags>(sub, config::Groups{config::Group::kData});
+  CLI::App* sub = app.add_subcommand(
+      "tables",
+      "Build the order's tables and write them (Megatron's index tables, or OLMo's "
+      "global_indices.npy)");
+  // Grid and batch: an OLMo order depends on the DP size and the global batch size.
+  auto flags = std::make_shared<config::OptionFlags>(
+      sub, config::Groups{config::Group::kData, config::Group::kGrid, config::Group::kBatch});
   auto out = std::make_shared<std::string>();
   sub->add_option("--out", *out, "Output folder")->required();
   return [flags, out]() -> Status {
     GRIDFEED_ASSIGN_OR_RETURN(config::JobOptions o, flags->Resolve());
+    if (o.data.is_olmo()) return WriteOlmoTables(o, *out);
     GRIDFEED_ASSIGN_OR_RETURN(order::BuiltDatasets b, order::BuildMegatronDatasets(o.data));
     GRIDFEED_RETURN_IF_ERROR(io::MakeDirs(*out));
     GRIDFEED_RETURN_IF_ERROR(WriteTables(b, *out));

@@ -171,7 +171,7 @@ TEST_F(FeederMpi, EveryRankGetsWhatGetBatchGives) {
       }
 
       // Expected: the golden-verified order module on this rank, through the same schedule.
-      auto pipeline = order::Pipeline::For(o.data);
+      auto pipeline = order::Pipeline::For(o);
       GRIDFEED_ASSERT_ALL_RANKS(pipeline.ok(), pipeline.status().ToString());
       auto built = (*pipeline)->Build();
       GRIDFEED_ASSERT_ALL_RANKS(built.ok(), built.status().ToString());
@@ -222,6 +222,7 @@ TEST_F(FeederMpi, EveryRankGetsWhatGetBatchGives) {
             put(loss, s.loss_mask);
           }
           EXPECT_EQ(mb->sample_indices, want_idx);
+          EXPECT_EQ(mb->sample_positions, want_idx);  // Megatron: index = position
           EXPECT_EQ(mb->source_ids, want_sources);
           if (mb->has_inputs) {
             EXPECT_EQ(mb->tokens, tokens);

@@ -11,16 +11,26 @@ namespace gridfeed::audit {
 
 namespace {
 
-// The options a ledger's configuration text describes (exact inverse of the canonical text).
+// The options a ledger's configuration text describes (exact inverse of the canonical text),
+// with its first run's geometry (an order that depends on it, OLMo's, was fingerprinted with
+// it) and enough iterations for every record.
 Result<config::JobOptions> LedgerOptions(const Ledger& ledger) {
   config::JobOptions o;
   GRIDFEED_ASSIGN_OR_RETURN(o.data, config::FromCanonical(ledger.canonical_config));
+  if (!ledger.segments.empty()) {
+    o.batch.micro_batch_size = ledger.segments[0].micro_batch_size;
+    o.batch.global_batch_size = ledger.segments[0].global_batch_size;
+    o.grid.data_parallel_size = ledger.segments[0].dp_size;
+  }
+  for (const auto& e : ledger.entries) {
+    o.run.train_iters = std::max(o.run.train_iters, e.record.iteration + 1);
+  }
   return o;
 }
 
 // Builds the order alone (no schedule yet).
-Result<std::unique_ptr<order::BuiltOrder>> BuildOrder(const config::DataOptions& data) {
-  GRIDFEED_ASSIGN_OR_RETURN(auto pipeline, order::Pipeline::For(data));
+Result<std::unique_ptr<order::BuiltOrder>> BuildOrder(const config::JobOptions& options) {
+  GRIDFEED_ASSIGN_OR_RETURN(auto pipeline, order::Pipeline::For(options));
   return pipeline->Build();
 }
 
@@ -38,7 +48,7 @@ Result<order::ReadSchedule> Replay::ScheduleFor(const order::ScheduleOptions& se
 Result<std::unique_ptr<Replay>> Replay::Create(const config::JobOptions& options) {
   std::unique_ptr<Replay> r(new Replay());
   r->options_ = options;
-  GRIDFEED_ASSIGN_OR_RETURN(r->built_, BuildOrder(options.data));
+  GRIDFEED_ASSIGN_OR_RETURN(r->built_, BuildOrder(options));
   r->view_ = &r->built_->view();
   if (r->train_length() == 0) return FailedPrecondition("the train split is empty");
   order::ScheduleOptions s;
@@ -58,8 +68,7 @@ Result<std::unique_ptr<Replay>> Replay::ForLedger(const Ledger& ledger) {
   }
   std::unique_ptr<Replay> r(new Replay());
   GRIDFEED_ASSIGN_OR_RETURN(r->options_, LedgerOptions(ledger));
-  r->options_.batch.micro_batch_size = ledger.segments[0].micro_batch_size;
-  GRIDFEED_ASSIGN_OR_RETURN(r->built_, BuildOrder(r->options_.data));
+  GRIDFEED_ASSIGN_OR_RETURN(r->built_, BuildOrder(r->options_));
   r->view_ = &r->built_->view();
   if (r->train_length() == 0) return FailedPrecondition("the train split is empty");
   for (const auto& segment : ledger.segments) {

@@ -195,6 +195,9 @@ Result<std::vector<unsigned char>> BuildImage(const std::string& name, const Cur
   GRIDFEED_RETURN_IF_ERROR(WriteInts(g, "format_version", {kFormatVersion}));
   GRIDFEED_RETURN_IF_ERROR(WriteString(g, "fingerprint", c.fingerprint));
   GRIDFEED_RETURN_IF_ERROR(WriteString(g, "canonical_config", c.canonical_config));
+  if (!c.order_position.empty()) {
+    GRIDFEED_RETURN_IF_ERROR(WriteString(g, "order_position", c.order_position));
+  }
   if (!c.token_store_facts.empty()) {
     GRIDFEED_RETURN_IF_ERROR(WriteString(g, "token_store_facts", c.token_store_facts));
   }
@@ -275,6 +278,11 @@ Result<Cursor> ReadCursor(const std::string& path) {
   if (has_facts < 0) return DataLoss("checkpoint '" + path + "': unreadable attribute list");
   if (has_facts > 0) {
     GRIDFEED_ASSIGN_OR_RETURN(c.token_store_facts, ReadString(g, "token_store_facts", path));
+  }
+  const htri_t has_position = H5Aexists(g, "order_position");
+  if (has_position < 0) return DataLoss("checkpoint '" + path + "': unreadable attribute list");
+  if (has_position > 0) {
+    GRIDFEED_ASSIGN_OR_RETURN(c.order_position, ReadString(g, "order_position", path));
   }
   auto scalar = [&](const char* name, int64_t* out) -> Status {
     GRIDFEED_ASSIGN_OR_RETURN(auto v, ReadInts(g, {name, 1, 1, 0}, path));

@@ -33,6 +33,10 @@ struct Cursor {
   // line per store), so a resume notices a changed file of the same size. Optional: empty in
   // checkpoints written before it existed.
   std::string token_store_facts;
+  // The cursor in the data order's own terms (JSON from the pipeline, e.g. OLMo's epoch and
+  // instances seen this epoch), for people and tools; the resume uses consumed_train_samples.
+  // Optional: empty when the order has none.
+  std::string order_position;
 };
 
 // IoError (naming the file and errno) if any step fails; the old file at `path` is untouched then

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "gridfeed/config/olmo_yaml.h"
+#include "gridfeed/core/log.h"
 #include "gridfeed/core/parse.h"
 #include "gridfeed/io/file_util.h"
 
@@ -82,6 +84,16 @@ Status ApplyYaml(const std::string& path, Groups groups, JobOptions* o) {
   }
   if (root.IsNull()) return Status::Ok();
   if (!root.IsMap()) return InvalidArgument("config '" + path + "' is not a mapping of options");
+  if (IsOlmoConfig(root)) {
+    std::vector<std::string> ignored;
+    GRIDFEED_RETURN_IF_ERROR(ApplyOlmoYaml(path, root, o, &ignored));
+    if (!ignored.empty()) {
+      std::string line = "OLMo config '" + path + "': keys that do not affect the data, ignored:";
+      for (const auto& k : ignored) line += " " + k;
+      log::Info(line);
+    }
+    return Status::Ok();
+  }
   for (const auto& kv : root) {
     if (!kv.first.IsScalar()) return InvalidArgument("config '" + path + "': a key is not a name");
     const std::string key = kv.first.Scalar();

@@ -63,6 +63,49 @@ const std::vector<OptionRow>& Table() {
       {"no-data-sharding", G::kData, C::kUnlessDefault,
        "cyclic: one permutation strided over DP ranks instead of a bucket per rank",
        GF_FIELD(data.no_data_sharding)},
+      // OLMo's order; an OLMo training YAML sets these (config/olmo_yaml.h).
+      {"olmo-paths", G::kData, C::kUnlessDefault,
+       "OLMo token files (raw uint16/uint32 arrays) in instance order: selects OLMo's order",
+       GF_FIELD(data.olmo_paths)},
+      {"olmo-path-labels", G::kData, C::kUnlessDefault,
+       "The data.datasets label of each OLMo path (accounting)", GF_FIELD(data.olmo_path_labels)},
+      {"olmo-label-mask-paths", G::kData, C::kUnlessDefault,
+       "OLMo label-mask files, one per token file", GF_FIELD(data.olmo_label_mask_paths)},
+      {"olmo-memmap-dtype",
+       G::kData,
+       C::kUnlessDefault,
+       "Token type of the OLMo files",
+       GF_FIELD(data.olmo_memmap_dtype),
+       {"uint16", "uint32"}},
+      {"olmo-epoch", G::kData, C::kUnlessDefault, "OLMo: the first epoch (seed + epoch shuffles)",
+       GF_FIELD(data.olmo_epoch)},
+      {"olmo-drop-last", G::kData, C::kUnlessDefault,
+       "OLMo: truncate the global order to a multiple of DP and drop partial batches",
+       GF_FIELD(data.olmo_drop_last)},
+      {"olmo-num-workers", G::kData, C::kUnlessDefault,
+       "OLMo: DataLoader workers (decide the order of a partial epoch tail)",
+       GF_FIELD(data.olmo_num_workers)},
+      {"olmo-generate-attention-mask", G::kData, C::kUnlessDefault,
+       "OLMo: no loss where the input is the pad id", GF_FIELD(data.olmo_generate_attention_mask)},
+      {"olmo-generate-doc-lengths", G::kData, C::kUnlessDefault,
+       "OLMo: document lengths from EOS (requires --eod-id)",
+       GF_FIELD(data.olmo_generate_doc_lengths)},
+      {"olmo-instance-filter", G::kData, C::kUnlessDefault,
+       "OLMo: the repetition filter (no loss on instances it rejects)",
+       GF_FIELD(data.olmo_instance_filter)},
+      {"olmo-repetition-max-period", G::kData, C::kUnlessDefault, "OLMo filter: longest period",
+       GF_FIELD(data.olmo_repetition_max_period)},
+      {"olmo-repetition-min-period", G::kData, C::kUnlessDefault, "OLMo filter: shortest period",
+       GF_FIELD(data.olmo_repetition_min_period)},
+      {"olmo-repetition-max-count", G::kData, C::kUnlessDefault,
+       "OLMo filter: repetitions that reject an instance",
+       GF_FIELD(data.olmo_repetition_max_count)},
+      {"olmo-pad-direction",
+       G::kData,
+       C::kNo,
+       "OLMo collator padding (instances have one length, so nothing is padded)",
+       GF_FIELD(data.olmo_pad_direction),
+       {"right", "left"}},
       // Grid.
       {"tensor-model-parallel-size", G::kGrid, C::kNo, "TP size",
        GF_FIELD(grid.tensor_model_parallel_size)},
@@ -79,6 +122,9 @@ const std::vector<OptionRow>& Table() {
        GF_FIELD(batch.micro_batch_size)},
       {"global-batch-size", G::kBatch, C::kNo, "Samples per iteration (0 = micro-batch x DP)",
        GF_FIELD(batch.global_batch_size)},
+      {"device-train-batch-size", G::kBatch, C::kNo,
+       "OLMo's per-DP-rank batch: checked to equal global / DP (0 = not given)",
+       GF_FIELD(batch.device_train_batch_size)},
       // Resume.
       {"resume", G::kResume, C::kNo, "Continue from this gridfeed checkpoint (HDF5)",
        GF_FIELD(resume.resume_from)},
@@ -165,6 +211,48 @@ Status Range(const char* flag, int64_t v, int64_t lo, int64_t hi, const char* wh
   return Status::Ok();
 }
 
+// An OLMo order: its own rows in range, Megatron's data rows unused.
+Status ValidateOlmo(const JobOptions& o) {
+  const auto& d = o.data;
+  if (!d.data_path.empty() || !d.train_data_path.empty() || !d.valid_data_path.empty() ||
+      !d.test_data_path.empty()) {
+    return InvalidArgument(
+        "--olmo-paths (an OLMo configuration's data.paths/data.datasets) and Megatron's "
+        "--data-path/--train-data-path/... are exclusive");
+  }
+  if (d.dataloader_type != "single") {
+    return InvalidArgument("--dataloader-type " + d.dataloader_type +
+                           " is Megatron's sampler; an OLMo configuration follows OLMo's order");
+  }
+  GRIDFEED_RETURN_IF_ERROR(
+      Range("seed", d.seed, 0, std::numeric_limits<int64_t>::max() / 2, ">= 0"));
+  GRIDFEED_RETURN_IF_ERROR(Range("olmo-epoch", d.olmo_epoch, 0, int64_t{1} << 40, ">= 0"));
+  GRIDFEED_RETURN_IF_ERROR(
+      Range("olmo-num-workers", d.olmo_num_workers, 0, int64_t{1} << 20, "in [0, 2^20]"));
+  if (!d.olmo_path_labels.empty() && d.olmo_path_labels.size() != d.olmo_paths.size()) {
+    return InvalidArgument("--olmo-path-labels has " + std::to_string(d.olmo_path_labels.size()) +
+                           " labels for " + std::to_string(d.olmo_paths.size()) + " --olmo-paths");
+  }
+  if (!d.olmo_label_mask_paths.empty() && d.olmo_label_mask_paths.size() != d.olmo_paths.size()) {
+    return InvalidArgument("--olmo-label-mask-paths has " +
+                           std::to_string(d.olmo_label_mask_paths.size()) + " files for " +
+                           std::to_string(d.olmo_paths.size()) + " --olmo-paths");
+  }
+  if (d.olmo_generate_attention_mask && d.pad_id < 0) {
+    return InvalidArgument(
+        "--olmo-generate-attention-mask (data.generate_attention_mask) needs --pad-id "
+        "(model.pad_token_id)");
+  }
+  GRIDFEED_RETURN_IF_ERROR(Range("olmo-repetition-max-period", d.olmo_repetition_max_period, 0,
+                                 int64_t{1} << 40, ">= 0"));
+  GRIDFEED_RETURN_IF_ERROR(Range("olmo-repetition-min-period", d.olmo_repetition_min_period, 1,
+                                 int64_t{1} << 40, ">= 1"));
+  GRIDFEED_RETURN_IF_ERROR(
+      Range("olmo-repetition-max-count", d.olmo_repetition_max_count, 0, int64_t{1} << 40, ">= 0"));
+  return Range("device-train-batch-size", o.batch.device_train_batch_size, 0, int64_t{1} << 40,
+               ">= 0");
+}
+
 }  // namespace
 
 std::span<const OptionRow> OptionTable() { return Table(); }
@@ -239,7 +327,11 @@ Status Validate(const JobOptions& o) {
   const auto& d = o.data;
   if (d.seq_length <= 0) return InvalidArgument("--seq-length must be given and positive");
   GRIDFEED_RETURN_IF_ERROR(Range("seq-length", d.seq_length, 1, int64_t{1} << 40, "in [1, 2^40]"));
-  GRIDFEED_RETURN_IF_ERROR(Range("seed", d.seed, 0, 0xffffffffLL, "in [0, 2^32)"));
+  if (d.is_olmo()) {
+    GRIDFEED_RETURN_IF_ERROR(ValidateOlmo(o));
+  } else {
+    GRIDFEED_RETURN_IF_ERROR(Range("seed", d.seed, 0, 0xffffffffLL, "in [0, 2^32)"));
+  }
   const std::pair<const char*, const std::string*> counts[] = {
       {"--train-samples", &d.train_samples},
       {"--valid-samples", &d.valid_samples},
@@ -316,6 +408,12 @@ Result<int64_t> ValidateGrid(const JobOptions& o, int64_t world_size) {
     return InvalidArgument("--global-batch-size " + std::to_string(gbs) +
                            " is not a multiple of --micro-batch-size x DP = " +
                            std::to_string(mbs) + " x " + std::to_string(dp));
+  }
+  const int64_t device = o.batch.device_train_batch_size;
+  if (device != 0 && device * dp != gbs) {
+    return InvalidArgument("--device-train-batch-size " + std::to_string(device) +
+                           " (device_train_batch_size) is not --global-batch-size / DP = " +
+                           std::to_string(gbs) + " / " + std::to_string(dp));
   }
   return dp;
 }

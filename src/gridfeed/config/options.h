@@ -42,6 +42,23 @@ struct DataOptions {
   double mid_level_dataset_surplus = 0.005;
   std::string dataloader_type = "single";  // single | cyclic (Megatron's samplers)
   bool no_data_sharding = false;           // cyclic: one permutation for all DP ranks
+  // OLMo's order (order/olmo_pipeline.h), selected by olmo_paths; set from an OLMo training
+  // YAML (config/olmo_yaml.h). seq_length, seed, eod_id and pad_id are shared with Megatron's.
+  std::vector<std::string> olmo_paths;             // token files, in instance order
+  std::vector<std::string> olmo_path_labels;       // data.datasets label per path (or empty)
+  std::vector<std::string> olmo_label_mask_paths;  // one per path, or empty
+  std::string olmo_memmap_dtype = "uint16";
+  int64_t olmo_epoch = 0;  // the first epoch (shuffled with seed + epoch)
+  bool olmo_drop_last = false;
+  int64_t olmo_num_workers = 0;  // DataLoader workers (the order of a partial tail)
+  bool olmo_generate_attention_mask = false;
+  bool olmo_generate_doc_lengths = false;
+  bool olmo_instance_filter = false;  // the repetition filter (loss masked when it fails)
+  int64_t olmo_repetition_max_period = 13;
+  int64_t olmo_repetition_min_period = 1;
+  int64_t olmo_repetition_max_count = 32;
+  std::string olmo_pad_direction = "right";
+  bool is_olmo() const { return !olmo_paths.empty(); }
 };
 
 struct GridOptions {
@@ -55,6 +72,8 @@ struct GridOptions {
 struct BatchOptions {
   int64_t micro_batch_size = 1;
   int64_t global_batch_size = 0;  // 0 = micro-batch size x DP
+  // OLMo's device_train_batch_size when given: must equal global / DP (checked, not used).
+  int64_t device_train_batch_size = 0;
 };
 
 struct ResumeOptions {

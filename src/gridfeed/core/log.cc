@@ -9,7 +9,17 @@
 namespace gridfeed::log {
 namespace {
 
-std::atomic<int> g_rank{0};
+// Until Grid::Create tells: the launcher's rank, so INFO lines printed before MPI (option
+// parsing) appear once per job, not once per rank.
+int RankFromLauncher() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') return std::atoi(v);
+  }
+  return 0;
+}
+
+std::atomic<int> g_rank{RankFromLauncher()};
 std::atomic<int> g_size{1};
 
 Level LevelFromEnv() {

@@ -144,7 +144,7 @@ Status Feeder::Impl::CreateGrid(MPI_Comm comm) {
 // reader views the image it received. The canonical text (options + data facts) follows.
 Status Feeder::Impl::BuildAndShareTables() {
   const parallel::Grid& g = *grid;
-  GRIDFEED_ASSIGN_OR_RETURN(pipeline, order::Pipeline::For(options.data));
+  GRIDFEED_ASSIGN_OR_RETURN(pipeline, order::Pipeline::For(options));
   int64_t length = 0;
   auto build = [&]() -> Result<parallel::ImageProducer> {
     GRIDFEED_ASSIGN_OR_RETURN(auto built, pipeline->Build());
@@ -380,8 +380,10 @@ void Feeder::Impl::Assemble(const order::StepBatch& batch, std::vector<std::byte
       records->push_back(r);
     }
     const auto i = static_cast<int64_t>(k);
-    layout.Put(out, PayloadLayout::kSampleIndices, i, &position, 1);
+    const int64_t sample_index = view->SampleIndex(split, position);
+    layout.Put(out, PayloadLayout::kSampleIndices, i, &sample_index, 1);
     layout.Put(out, PayloadLayout::kSourceIds, i, &r.dataset, 1);
+    layout.Put(out, PayloadLayout::kSamplePositions, i, &position, 1);
     if (layout.has_inputs) {
       tokens = order::CpZigzagSlice(sample.tokens, 1, S, 1, cp, g.cp_rank());
       positions = order::CpZigzagSlice(sample.position_ids, 1, S, 1, cp, g.cp_rank());
@@ -465,6 +467,7 @@ Status Feeder::SaveCheckpoint(const std::string& path, int64_t iteration) const 
     for (int64_t n : c.source_samples) c.source_tokens.push_back(n * im.options.data.seq_length);
     c.dp = g.dp_size(), c.tp = g.tp_size(), c.pp = g.pp_size(), c.cp = g.cp_size();
     c.token_store_facts = im.store_facts;
+    c.order_position = im.view->DescribeCursor(im.split, im.consumed);
     c.micro_batch_size = im.options.batch.micro_batch_size;
     c.global_batch_size = im.options.batch.global_batch_size;
     written = checkpoint::WriteCursor(path, c);

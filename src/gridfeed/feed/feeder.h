@@ -47,9 +47,14 @@ struct MicroBatch {
   bool has_targets = false;  // labels, loss_mask: last stage
   int64_t micro_batch_size = 0;
   int64_t seq_length = 0;
-  int64_t local_seq_length = 0;         // seq_length / cp
-  std::vector<int64_t> sample_indices;  // positions in the split's top-level dataset
-  std::vector<int64_t> source_ids;      // each sample's blend source (0 without a blend)
+  int64_t local_seq_length = 0;  // seq_length / cp
+  // The order's sample index of each sample: Megatron's top-level dataset index (= its
+  // position), OLMo's instance index.
+  std::vector<int64_t> sample_indices;
+  // Each sample's global position in the split's read order (what resumes, ledgers and the
+  // DP coverage checks count).
+  std::vector<int64_t> sample_positions;
+  std::vector<int64_t> source_ids;  // each sample's blend source (0 without a blend)
   std::vector<int64_t> tokens, position_ids, labels;
   std::vector<float> loss_mask;
   std::vector<uint8_t> attention_mask;  // 1 = masked out; only with create_attention_mask

@@ -25,6 +25,7 @@ PayloadLayout::PayloadLayout(int64_t mbs_in, int64_t seq_length, int64_t cp, boo
   const size_t local = static_cast<size_t>(seq_length / cp);
   per_sample[kSampleIndices] = (has_inputs || has_targets) ? 8 : 0;
   per_sample[kSourceIds] = per_sample[kSampleIndices];
+  per_sample[kSamplePositions] = per_sample[kSampleIndices];
   per_sample[kTokens] = has_inputs ? 8 * local : 0;
   per_sample[kPositionIds] = has_inputs ? 8 * local : 0;
   per_sample[kLabels] = has_targets ? 8 * local : 0;
@@ -42,6 +43,7 @@ void PayloadLayout::Unpack(const std::vector<std::byte>& p, MicroBatch* mb) cons
   const size_t n = static_cast<size_t>(mbs);
   CopyOut(p, offset[kSampleIndices], per_sample[kSampleIndices] * n, &mb->sample_indices);
   CopyOut(p, offset[kSourceIds], per_sample[kSourceIds] * n, &mb->source_ids);
+  CopyOut(p, offset[kSamplePositions], per_sample[kSamplePositions] * n, &mb->sample_positions);
   CopyOut(p, offset[kTokens], per_sample[kTokens] * n, &mb->tokens);
   CopyOut(p, offset[kPositionIds], per_sample[kPositionIds] * n, &mb->position_ids);
   CopyOut(p, offset[kLabels], per_sample[kLabels] * n, &mb->labels);
@@ -55,6 +57,7 @@ uint64_t MicroBatch::Digest() const {
   auto add = [&](const auto& v) { XXH3_64bits_update(st, v.data(), v.size() * sizeof(v[0])); };
   add(sample_indices);
   add(source_ids);
+  add(sample_positions);
   add(tokens);
   add(position_ids);
   add(labels);

@@ -1,8 +1,8 @@
 // The byte layout of one micro-batch as the TP broadcast carries it. Every rank of a TP group
 // computes the same layout from the same options, so no schema travels with the data.
-// Order: sample_indices, source_ids, tokens, position_ids, labels (int64), loss_mask (float32),
-// attention_mask (uint8); a stage carries only its fields (first: inputs, last: targets;
-// sample_indices and source_ids go to both).
+// Order: sample_indices, source_ids, sample_positions, tokens, position_ids, labels (int64),
+// loss_mask (float32), attention_mask (uint8); a stage carries only its fields (first: inputs,
+// last: targets; sample_indices, source_ids and sample_positions go to both).
 #pragma once
 
 #include <cstddef>
@@ -19,6 +19,7 @@ class PayloadLayout {
   enum Field {
     kSampleIndices,
     kSourceIds,
+    kSamplePositions,
     kTokens,
     kPositionIds,
     kLabels,

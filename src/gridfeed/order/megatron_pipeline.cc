@@ -168,10 +168,6 @@ std::unique_ptr<Pipeline> MakeMegatronPipeline(const config::DataOptions& option
   return std::make_unique<MegatronPipeline>(options);
 }
 
-Result<std::unique_ptr<Pipeline>> Pipeline::For(const config::DataOptions& options) {
-  return MakeMegatronPipeline(options);
-}
-
 Result<DatasetConfig> MegatronDatasetConfig(const config::DataOptions& o) {
   DatasetConfig c;
   if (!o.data_path.empty()) c.data_path = o.data_path;

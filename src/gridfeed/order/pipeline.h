@@ -49,6 +49,17 @@ class OrderView {
   // pass over the tokens that only the ledger and the audit need). REQUIRES: 0 <= position <
   // length(split) and the token stores open.
   virtual SampleRecord Read(Split split, int64_t position, Sample* out, bool hash_tokens) const = 0;
+  // The sample index a micro-batch reports for `position`: the position itself (Megatron's
+  // top-level dataset index), or the pipeline's own (OLMo: the instance index).
+  virtual int64_t SampleIndex(Split split, int64_t position) const {
+    (void)split;
+    return position;
+  }
+  // The cursor `consumed` in the order's own terms, as JSON (empty: none), kept in checkpoints.
+  virtual std::string DescribeCursor(Split split, int64_t consumed) const {
+    (void)split, (void)consumed;
+    return {};
+  }
   // Whether the split's positions are spread over sources by a blend table (also with one
   // weighted source).
   virtual bool is_blend(Split split) const = 0;
@@ -73,8 +84,10 @@ class BuiltOrder {
 
 class Pipeline {
  public:
-  // The pipeline these options select (Megatron's today). Options are validated already.
-  static Result<std::unique_ptr<Pipeline>> For(const config::DataOptions& options);
+  // The pipeline these options select: OLMo's with --olmo-paths, else Megatron's. Options are
+  // validated already; orders that depend on the batch geometry (OLMo's) read the DP size
+  // (0 = 1, offline), batch sizes and --train-iters (how many epochs to build) from them.
+  static Result<std::unique_ptr<Pipeline>> For(const config::JobOptions& options);
   virtual ~Pipeline() = default;
   // Builds every table from the token stores (relative paths from the working directory).
   virtual Result<std::unique_ptr<BuiltOrder>> Build() const = 0;

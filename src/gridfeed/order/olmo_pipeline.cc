@@ -1,0 +1,492 @@
+#include "gridfeed/order/olmo_pipeline.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "gridfeed/core/check.h"
+#include "gridfeed/core/log.h"
+#include "gridfeed/core/stopwatch.h"
+#include "gridfeed/order/olmo_instance.h"
+#include "gridfeed/order/store_facts.h"
+
+namespace gridfeed::order {
+namespace {
+
+constexpr uint64_t kImageMagic = 0x314f4d4c4f464755ull;  // "UGFOLMO1" little-endian
+constexpr int64_t kImageVersion = 1;
+// Header words after magic and version (see WriteHeader).
+constexpr int kHeaderWords = 12;
+constexpr int64_t kMaxEpochs = int64_t{1} << 16;
+
+int TokenSize(const config::DataOptions& d) { return d.olmo_memmap_dtype == "uint32" ? 4 : 2; }
+
+OlmoItemOptions ItemOptions(const config::DataOptions& d) {
+  OlmoItemOptions o;
+  if (d.pad_id >= 0) o.pad_token_id = d.pad_id;
+  o.eos_token_id = d.eod_id;
+  o.generate_attention_mask = d.olmo_generate_attention_mask;
+  o.generate_doc_lengths = false;  // lengths are not part of a fed sample
+  if (d.olmo_instance_filter) {
+    InstanceFilter f;
+    f.repetition_max_period = d.olmo_repetition_max_period;
+    f.repetition_min_period = d.olmo_repetition_min_period;
+    f.repetition_max_count = d.olmo_repetition_max_count;
+    o.instance_filter = f;
+  }
+  return o;
+}
+
+// Sources for accounting: data.datasets labels, else the paths (a repeated path is one source).
+void AssignSources(const config::DataOptions& d, OlmoPlan* plan) {
+  const auto& names = d.olmo_path_labels.empty() ? d.olmo_paths : d.olmo_path_labels;
+  plan->file_source.clear();
+  plan->source_names.clear();
+  for (const auto& name : names) {
+    auto it = std::find(plan->source_names.begin(), plan->source_names.end(), name);
+    if (it == plan->source_names.end()) {
+      plan->source_names.push_back(name);
+      it = plan->source_names.end() - 1;
+    }
+    plan->file_source.push_back(static_cast<int>(it - plan->source_names.begin()));
+  }
+}
+
+// The geometry without the files: what the image header restores.
+Status FinishPlan(const config::JobOptions& o, OlmoPlan* p) {
+  GRIDFEED_ASSIGN_OR_RETURN(
+      p->sizes, OlmoSizesFor(p->instances, p->world_size, p->global_batch_size, p->drop_last));
+  const int64_t b = p->sizes.device_batch_size;
+  if (b % p->micro_batch_size != 0) {
+    return InvalidArgument("--micro-batch-size " + std::to_string(p->micro_batch_size) +
+                           " (device_train_microbatch_size) does not divide the device batch " +
+                           std::to_string(b) + " (global batch / DP)");
+  }
+  const int64_t ns = p->sizes.num_samples;
+  p->epoch_stream = p->drop_last ? b * (ns / b) : ns;
+  if (p->epoch_stream == 0) {
+    return FailedPrecondition(
+        "OLMo's global order is empty: " + std::to_string(p->instances) + " instances of " +
+        std::to_string(o.data.seq_length) + " tokens for DP " + std::to_string(p->world_size) +
+        (p->drop_last ? " with data.drop_last (device batch " + std::to_string(b) + ")" : "") +
+        " (OLMo itself fails here writing an empty global_indices.npy)");
+  }
+  // Enough epochs for --train-iters whole global batches per DP rank after
+  // --consumed-samples (both below 2^40 and 2^62: no overflow).
+  const int64_t iters = std::max<int64_t>(1, o.run.train_iters);
+  if (iters > (std::numeric_limits<int64_t>::max() / 4) / b) {
+    return InvalidArgument("--train-iters " + std::to_string(iters) + " is too large");
+  }
+  const int64_t per_rank =
+      (o.resume.consumed_samples + p->world_size - 1) / p->world_size + iters * b;
+  p->epochs = std::max<int64_t>(1, (per_rank + p->epoch_stream - 1) / p->epoch_stream);
+  if (p->epochs > kMaxEpochs) {
+    return InvalidArgument("--train-iters " + std::to_string(iters) + " needs " +
+                           std::to_string(p->epochs) + " OLMo epochs (at most " +
+                           std::to_string(kMaxEpochs) + ")");
+  }
+  // Whole micro-steps (a restart may begin inside a global batch).
+  const int64_t mbs = p->micro_batch_size;
+  p->length = p->epochs * p->epoch_stream / mbs * mbs * p->world_size;
+  return Status::Ok();
+}
+
+// The plan's geometry from the options alone, files excepted.
+OlmoPlan GeometryOf(const config::JobOptions& o) {
+  OlmoPlan p;
+  const auto& d = o.data;
+  p.world_size = std::max<int64_t>(1, o.grid.data_parallel_size);
+  p.micro_batch_size = o.batch.micro_batch_size;
+  p.global_batch_size =
+      o.batch.global_batch_size ? o.batch.global_batch_size : p.micro_batch_size * p.world_size;
+  p.num_workers = d.olmo_num_workers;
+  p.drop_last = d.olmo_drop_last;
+  p.first_epoch = d.olmo_epoch;
+  p.seed = SeedWordsOf(static_cast<uint64_t>(d.seed));
+  return p;
+}
+
+SeedWords EpochSeed(const OlmoPlan& p, int64_t e) {
+  return AddToSeed(p.seed, static_cast<uint64_t>(p.first_epoch + e));
+}
+
+class OlmoView final : public OrderView {
+ public:
+  // `perms`: one permutation of N per epoch, alive as long as this view.
+  OlmoView(const config::JobOptions& options, OlmoPlan plan,
+           std::vector<std::span<const uint32_t>> perms)
+      : data_(options.data),
+        plan_(std::move(plan)),
+        positions_(plan_),
+        perms_(std::move(perms)),
+        item_options_(ItemOptions(data_)) {}
+
+  void AdoptFiles(io::OlmoTokenFiles files) { files_ = std::move(files), open_ = true; }
+
+  int64_t length(Split split) const override { return split == Split::kTrain ? plan_.length : 0; }
+  const std::vector<std::string>& token_stores() const override { return data_.olmo_paths; }
+
+  Status OpenTokenStores() override {
+    if (open_) return Status::Ok();
+    GRIDFEED_ASSIGN_OR_RETURN(
+        io::OlmoTokenFiles files,
+        io::OlmoTokenFiles::Open(data_.olmo_paths, data_.olmo_label_mask_paths, TokenSize(data_),
+                                 data_.seq_length));
+    for (size_t k = 0; k < plan_.files.size(); ++k) {
+      const auto& have = files.files()[k];
+      if (have.instances != plan_.files[k].instances) {
+        return DataLoss("OLMo token file '" + have.path + "' holds " +
+                        std::to_string(have.instances) + " instances here, " +
+                        std::to_string(plan_.files[k].instances) +
+                        " when the tables were built (the file changed)");
+      }
+    }
+    AdoptFiles(std::move(files));
+    return Status::Ok();
+  }
+
+  std::vector<StoreFacts> TokenStoreFacts(uint64_t salt) const override {
+    std::vector<StoreFacts> out;
+    if (!open_) return out;
+    for (size_t k = 0; k < data_.olmo_paths.size(); ++k) {
+      out.push_back(FactsOf(data_.olmo_paths[k], {}, files_.bytes(k), salt));
+    }
+    return out;
+  }
+
+  int64_t SampleIndex(Split, int64_t position) const override { return InstanceAt(position); }
+
+  SampleRecord Read(Split, int64_t position, Sample* out, bool hash_tokens) const override {
+    const int64_t instance = InstanceAt(position);
+    const int64_t L = data_.seq_length;
+    auto item = GetOlmoItem(files_, instance, item_options_);
+    // The instance exists (position < length, files checked at open): GetOlmoItem cannot fail.
+    GRIDFEED_CHECK(item.ok());
+    const OlmoItem& it = *item;
+    out->tokens = it.input_ids;
+    out->position_ids.resize(L);
+    out->labels.resize(L);
+    out->loss_mask.resize(L);
+    const bool kept = !it.instance_mask.has_value() || *it.instance_mask;
+    // OLMo's labels: input_ids shifted by one, -100 where the label mask is 0, the input is
+    // the pad id (attention mask) or the instance failed the filter; the last has no label.
+    for (int64_t i = 0; i < L; ++i) {
+      out->position_ids[i] = i;
+      if (i + 1 < L) {
+        const size_t m = static_cast<size_t>(i + 1);
+        const bool keep = kept && (it.label_mask.empty() || it.label_mask[m] != 0) &&
+                          (it.attention_mask.empty() || it.attention_mask[m] != 0);
+        out->labels[i] = it.input_ids[m];
+        out->loss_mask[i] = keep ? 1.0f : 0.0f;
+      } else {
+        out->labels[i] = std::max<int64_t>(0, data_.pad_id);
+        out->loss_mask[i] = 0.0f;
+      }
+    }
+    out->attention_mask.clear();
+    SampleRecord r;
+    r.position = position;
+    const int file = files_.FileOf(instance);
+    r.dataset = plan_.file_source[static_cast<size_t>(file)];
+    r.dataset_sample = instance;
+    r.first_document = file;
+    r.first_offset = (instance - plan_.files[static_cast<size_t>(file)].start) * L;
+    if (hash_tokens) {
+      r.token_xxh3 = XXH3_64bits(out->tokens.data(), out->tokens.size() * sizeof(int64_t));
+    }
+    return r;
+  }
+
+  // OLMo's trainer state: the epoch and global_train_examples_seen_this_epoch (its restart
+  // start_index), as they follow from the consumed positions (whole steps per DP rank).
+  std::string DescribeCursor(Split, int64_t consumed) const override {
+    const int64_t per_rank = consumed / plan_.world_size;
+    const int64_t epoch = per_rank / plan_.epoch_stream;
+    return nlohmann::json{
+        {"pipeline", "olmo"},
+        {"epoch", plan_.first_epoch + epoch},
+        {"instances_seen_this_epoch", (per_rank - epoch * plan_.epoch_stream) * plan_.world_size},
+        {"world_size", plan_.world_size}}
+        .dump();
+  }
+
+  bool is_blend(Split) const override { return plan_.source_names.size() > 1; }
+
+  int SourceOf(Split, int64_t position) const override {
+    return plan_.file_source[static_cast<size_t>(FileOfInstance(InstanceAt(position)))];
+  }
+
+  std::vector<SourceInfo> Sources(Split split) const override {
+    std::vector<SourceInfo> out;
+    if (split != Split::kTrain) return out;
+    for (const auto& name : plan_.source_names) out.push_back({name, 0.0, 0});
+    for (size_t k = 0; k < plan_.files.size(); ++k) {
+      out[static_cast<size_t>(plan_.file_source[k])].samples_per_epoch += plan_.files[k].instances;
+    }
+    for (auto& s : out) {
+      s.weight = static_cast<double>(s.samples_per_epoch) / static_cast<double>(plan_.instances);
+    }
+    return out;
+  }
+
+ private:
+  int64_t InstanceAt(int64_t position) const {
+    const OlmoSlot slot = positions_.Locate(position);
+    const int64_t instance = perms_[static_cast<size_t>(slot.epoch)]
+                                   [static_cast<size_t>(slot.global_index % plan_.instances)];
+    GRIDFEED_CHECK(instance < plan_.instances);
+    return instance;
+  }
+  // The last file whose range holds the instance (as OLMo's scan), without the files open.
+  int FileOfInstance(int64_t instance) const {
+    int found = 0;
+    for (size_t k = 0; k < plan_.files.size(); ++k) {
+      const auto& f = plan_.files[k];
+      if (f.start <= instance && instance < f.start + f.instances) found = static_cast<int>(k);
+    }
+    return found;
+  }
+
+  config::DataOptions data_;
+  OlmoPlan plan_;
+  OlmoPositions positions_;
+  std::vector<std::span<const uint32_t>> perms_;
+  OlmoItemOptions item_options_;
+  io::OlmoTokenFiles files_;
+  bool open_ = false;
+};
+
+// Header: magic, version, then the plan's numbers; then per file (start, instances); then the
+// permutations, one of N uint32 per epoch (8-byte aligned).
+std::vector<int64_t> HeaderOf(const OlmoPlan& p) {
+  std::vector<int64_t> h = {static_cast<int64_t>(kImageMagic),
+                            kImageVersion,
+                            p.instances,
+                            p.world_size,
+                            p.global_batch_size,
+                            p.micro_batch_size,
+                            p.num_workers,
+                            p.drop_last ? 1 : 0,
+                            p.first_epoch,
+                            p.epochs,
+                            p.length,
+                            static_cast<int64_t>(p.files.size()),
+                            p.epoch_stream,
+                            p.sizes.total_size};
+  for (const auto& f : p.files) {
+    h.push_back(f.start);
+    h.push_back(f.instances);
+  }
+  return h;
+}
+
+size_t PermBytes(const OlmoPlan& p) {
+  return (static_cast<size_t>(p.instances) * sizeof(uint32_t) + 7) / 8 * 8;
+}
+
+class OlmoImageWriter final : public ImageWriter {
+ public:
+  OlmoImageWriter(OlmoPlan plan, std::vector<std::vector<uint32_t>> perms)
+      : plan_(std::move(plan)), perms_(std::move(perms)) {}
+  size_t size() const override {
+    return HeaderOf(plan_).size() * sizeof(int64_t) + perms_.size() * PermBytes(plan_);
+  }
+  void WriteTo(std::byte* dst) override {
+    const auto h = HeaderOf(plan_);
+    std::memcpy(dst, h.data(), h.size() * sizeof(int64_t));
+    dst += h.size() * sizeof(int64_t);
+    for (auto& perm : perms_) {
+      std::memset(dst, 0, PermBytes(plan_));
+      std::memcpy(dst, perm.data(), perm.size() * sizeof(uint32_t));
+      dst += PermBytes(plan_);
+      std::vector<uint32_t>().swap(perm);  // freed once written
+    }
+  }
+
+ private:
+  OlmoPlan plan_;
+  std::vector<std::vector<uint32_t>> perms_;
+};
+
+class OlmoBuilt final : public BuiltOrder {
+ public:
+  OlmoBuilt(const config::JobOptions& options, OlmoPlan plan,
+            std::vector<std::vector<uint32_t>> perms, io::OlmoTokenFiles files)
+      : plan_(plan), perms_(std::move(perms)) {
+    std::vector<std::span<const uint32_t>> spans(perms_.begin(), perms_.end());
+    view_ = std::make_unique<OlmoView>(options, std::move(plan), std::move(spans));
+    facts_ = FactsJson(options, files);
+    view_->AdoptFiles(std::move(files));
+  }
+  std::string DataFacts() const override { return facts_; }
+  OrderView& view() override { return *view_; }
+  std::unique_ptr<ImageWriter> TakeImage() override {
+    view_.reset();
+    return std::make_unique<OlmoImageWriter>(std::move(plan_), std::move(perms_));
+  }
+
+ private:
+  std::string FactsJson(const config::JobOptions& o, const io::OlmoTokenFiles& files) const {
+    nlohmann::json f = nlohmann::json::array();
+    for (size_t k = 0; k < files.files().size(); ++k) {
+      const StoreFacts s = FactsOf(files.files()[k].path, {}, files.bytes(k), 0);
+      char digest[17];
+      std::snprintf(digest, sizeof(digest), "%016llx",
+                    static_cast<unsigned long long>(s.data_sample_xxh3));
+      f.push_back({{"path", files.files()[k].path},
+                   {"bytes", files.files()[k].bytes},
+                   {"sampled_xxh3", digest}});
+    }
+    nlohmann::json j = {{"olmo_files", f},
+                        {"olmo_instances", plan_.instances},
+                        {"olmo_world_size", plan_.world_size},
+                        {"olmo_global_batch_size", plan_.global_batch_size},
+                        {"olmo_micro_batch_size", plan_.micro_batch_size}};
+    (void)o;
+    return j.dump();
+  }
+
+  OlmoPlan plan_;
+  std::vector<std::vector<uint32_t>> perms_;
+  std::unique_ptr<OlmoView> view_;
+  std::string facts_;
+};
+
+class OlmoPipeline final : public Pipeline {
+ public:
+  explicit OlmoPipeline(const config::JobOptions& options) : options_(options) {}
+
+  Result<std::unique_ptr<BuiltOrder>> Build() const override {
+    Stopwatch clock;
+    GRIDFEED_ASSIGN_OR_RETURN(OlmoPlan plan, PlanOlmoOrder(options_));
+    const auto& d = options_.data;
+    GRIDFEED_ASSIGN_OR_RETURN(io::OlmoTokenFiles files,
+                              io::OlmoTokenFiles::Open(d.olmo_paths, d.olmo_label_mask_paths,
+                                                       TokenSize(d), d.seq_length));
+    const double open_s = clock.Seconds();
+    std::vector<std::vector<uint32_t>> perms(static_cast<size_t>(plan.epochs));
+    for (int64_t e = 0; e < plan.epochs; ++e) {
+      auto& perm = perms[static_cast<size_t>(e)];
+      perm.resize(static_cast<size_t>(plan.instances));
+      for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<uint32_t>(i);
+      Pcg64 rng(EpochSeed(plan, e));
+      ShuffleUint32(rng, perm);
+    }
+    char line[256];
+    std::snprintf(line, sizeof(line),
+                  "OLMo order: %lld instances, DP %lld, device batch %lld, %lld epoch(s) from "
+                  "epoch %lld; files %.3f s, shuffles %.3f s",
+                  static_cast<long long>(plan.instances), static_cast<long long>(plan.world_size),
+                  static_cast<long long>(plan.sizes.device_batch_size),
+                  static_cast<long long>(plan.epochs), static_cast<long long>(plan.first_epoch),
+                  open_s, clock.Seconds() - open_s);
+    log::Info(line);
+    return std::unique_ptr<BuiltOrder>(
+        new OlmoBuilt(options_, std::move(plan), std::move(perms), std::move(files)));
+  }
+
+  Result<std::unique_ptr<OrderView>> ViewImage(std::span<const std::byte> image) const override {
+    auto words = [&](size_t i) -> int64_t {
+      int64_t v;
+      std::memcpy(&v, image.data() + i * sizeof(int64_t), sizeof(v));
+      return v;
+    };
+    const size_t fixed = 2 + kHeaderWords;
+    if (image.size() < fixed * sizeof(int64_t) || static_cast<uint64_t>(words(0)) != kImageMagic ||
+        words(1) != kImageVersion) {
+      return DataLoss("not an OLMo table image (or another version)");
+    }
+    OlmoPlan plan = GeometryOf(options_);
+    plan.instances = words(2);
+    const int64_t nfiles = words(11);
+    if (words(3) != plan.world_size || words(4) != plan.global_batch_size ||
+        words(5) != plan.micro_batch_size || words(6) != plan.num_workers ||
+        words(7) != (plan.drop_last ? 1 : 0) || words(8) != plan.first_epoch ||
+        nfiles != static_cast<int64_t>(options_.data.olmo_paths.size()) || plan.instances < 0 ||
+        plan.instances >= (int64_t{1} << 32)) {
+      return DataLoss("the OLMo table image does not match the options");
+    }
+    const size_t header = fixed + 2 * static_cast<size_t>(nfiles);
+    if (image.size() < header * sizeof(int64_t)) return DataLoss("OLMo table image truncated");
+    int64_t start = 0;
+    for (int64_t k = 0; k < nfiles; ++k) {
+      io::OlmoFileFacts f;
+      f.path = options_.data.olmo_paths[static_cast<size_t>(k)];
+      f.start = words(fixed + 2 * static_cast<size_t>(k));
+      f.instances = words(fixed + 2 * static_cast<size_t>(k) + 1);
+      if (f.start != start || f.instances < 0 || f.instances > plan.instances - start) {
+        return DataLoss("OLMo table image: bad offsets table");
+      }
+      start += f.instances;
+      plan.files.push_back(f);
+    }
+    if (start != plan.instances) return DataLoss("OLMo table image: bad offsets table");
+    AssignSources(options_.data, &plan);
+    GRIDFEED_RETURN_IF_ERROR(FinishPlan(options_, &plan));
+    if (words(9) != plan.epochs || words(10) != plan.length || words(12) != plan.epoch_stream ||
+        words(13) != plan.sizes.total_size) {
+      return DataLoss("the OLMo table image does not match the options");
+    }
+    const size_t perm_bytes = PermBytes(plan);
+    if ((image.size() - header * sizeof(int64_t)) / perm_bytes < static_cast<size_t>(plan.epochs) ||
+        image.size() != header * sizeof(int64_t) + perm_bytes * static_cast<size_t>(plan.epochs)) {
+      return DataLoss("OLMo table image: wrong size");
+    }
+    std::vector<std::span<const uint32_t>> perms;
+    const std::byte* p = image.data() + header * sizeof(int64_t);
+    for (int64_t e = 0; e < plan.epochs; ++e) {
+      // The values are rank 0's permutation (the digest is checked after the broadcast);
+      // InstanceAt still checks each one it uses.
+      perms.emplace_back(reinterpret_cast<const uint32_t*>(p), static_cast<size_t>(plan.instances));
+      p += perm_bytes;
+    }
+    return std::unique_ptr<OrderView>(new OlmoView(options_, std::move(plan), std::move(perms)));
+  }
+
+ private:
+  config::JobOptions options_;
+};
+
+}  // namespace
+
+Result<OlmoPlan> PlanOlmoOrder(const config::JobOptions& o) {
+  const auto& d = o.data;
+  OlmoPlan p = GeometryOf(o);
+  GRIDFEED_ASSIGN_OR_RETURN(p.files, io::OlmoTokenFiles::Stat(d.olmo_paths, d.olmo_label_mask_paths,
+                                                              TokenSize(d), d.seq_length));
+  for (const auto& f : p.files) p.instances += f.instances;
+  AssignSources(d, &p);
+  GRIDFEED_RETURN_IF_ERROR(FinishPlan(o, &p));
+  return p;
+}
+
+OlmoPositions::OlmoPositions(const OlmoPlan& plan)
+    : world_size_(plan.world_size),
+      micro_batch_size_(plan.micro_batch_size),
+      epoch_stream_(plan.epoch_stream),
+      full_rows_(plan.sizes.device_batch_size > 0
+                     ? plan.sizes.num_samples / plan.sizes.device_batch_size *
+                           plan.sizes.device_batch_size
+                     : 0),
+      tail_(OlmoLoaderTail(plan.sizes.num_samples, plan.sizes.device_batch_size, plan.num_workers,
+                           plan.drop_last)) {}
+
+OlmoSlot OlmoPositions::Locate(int64_t position) const {
+  const int64_t per_step = micro_batch_size_ * world_size_;
+  const int64_t k = position / per_step, rem = position % per_step;
+  const int64_t rank = rem / micro_batch_size_, j = rem % micro_batch_size_;
+  const int64_t i = k * micro_batch_size_ + j;  // index in the rank's stream over epochs
+  const int64_t t = i % epoch_stream_;
+  const int64_t s = t < full_rows_ ? t : tail_[static_cast<size_t>(t - full_rows_)];
+  return {i / epoch_stream_, rank + s * world_size_};
+}
+
+std::unique_ptr<Pipeline> MakeOlmoPipeline(const config::JobOptions& options) {
+  return std::make_unique<OlmoPipeline>(options);
+}
+
+}  // namespace gridfeed::order

@@ -1,0 +1,311 @@
+"""gridfeed's commands on OLMo configurations against vectors produced by OLMo's own code.
+
+  olmo_commands_test.py GRIDFEED GOLDEN_OLMO_DIR
+
+Checks, each against the golden cases (never against gridfeed's own output):
+  tables  - global_indices.npy and summary.json (iter/memmap_tiny_items, global_indices/*
+            through token files of one-token instances), an empty order is a clear error;
+  samples - every field of dataset[i] for the memmap cases built from a training config and
+            the direct MemMapDataset cases (arrays), out-of-range indices are errors;
+  run     - under mpirun at the cases' world sizes (1, 2, 3, 4) and every recorded
+            data.num_workers: each rank's sample_indices are its DataLoader's batches over
+            epochs (leftover order included); tokens, labels and loss masks of the full-tensor
+            case equal OLMo's collated batches; micro-batches smaller than the device batch
+            give the same stream; --consumed-samples restarts as OLMo's start_index;
+  resume  - a run killed after a checkpoint and resumed gives the uninterrupted ledger across
+            an epoch boundary, audit verify accepts it, a DP change is refused;
+  config  - unknown data.* keys and paths+datasets are errors naming the key.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+GRIDFEED = os.path.abspath(sys.argv[1])
+GOLDEN = os.path.abspath(sys.argv[2])
+os.chdir(GOLDEN)  # the cases' paths are relative to the golden folder, as OLMo saw them
+WORK = tempfile.mkdtemp(prefix="gridfeed_olmo_")
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_mpi_yield_when_idle="1")
+checked = {"tables": 0, "samples": 0, "run": 0, "resume": 0, "config": 0}
+
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def sh(args, expect_ok=True, what=""):
+    p = subprocess.run(args, env=ENV, capture_output=True, text=True, timeout=300)
+    if expect_ok and p.returncode != 0:
+        fail(f"{what}: {' '.join(args)}\n{p.stdout}\n{p.stderr}")
+    if not expect_ok and p.returncode == 0:
+        fail(f"{what}: succeeded but should fail: {' '.join(args)}")
+    return p.stdout + p.stderr
+
+
+n_cfg = 0
+
+
+def config_file(cfg):
+    """JSON is YAML: the configuration exactly as an OLMo user writes it."""
+    global n_cfg
+    n_cfg += 1
+    path = os.path.join(WORK, f"c{n_cfg}.yaml")
+    with open(path, "w") as f:
+        json.dump(cfg, f, indent=1)
+    return path
+
+
+def load(case_kind, name):
+    with open(f"cases/{case_kind}/{name}/case.json") as f:
+        return json.load(f)
+
+
+def train_config_from_memmap_call(call):
+    """A training config that makes build_memmap_dataset build what `call` built."""
+    if "function" in call:
+        cfg = {"model": dict(call["model"]), "data": dict(call["data_config"])}
+        if cfg["data"].get("instance_filter") == "default":
+            cfg["data"]["instance_filter"] = {}
+        return cfg, True
+    kw = call["kwargs"]
+    model = {"max_sequence_length": kw.get("chunk_size", 1024)}
+    for k in ("pad_token_id", "eos_token_id"):
+        if kw.get(k) is not None:
+            model[k] = kw[k]
+    data = {"paths": call["paths"], "memmap_dtype": kw.get("memmap_dtype", "uint16")}
+    for k in ("generate_attention_mask", "generate_doc_lengths", "label_mask_paths"):
+        if kw.get(k) is not None:
+            data[k] = kw[k]
+    if kw.get("instance_filter_config") is not None:
+        data["instance_filter"] = kw["instance_filter_config"]
+    return {"model": model, "data": data}, False
+
+
+# ---------------------------------------------------------------- tables
+def check_tables(cfg, world, want, what, want_total=None, want_device=None):
+    path = config_file(cfg)
+    out = os.path.join(WORK, f"t{n_cfg}")
+    sh([GRIDFEED, "tables", "--config", path, "--data-parallel-size", str(world), "--out", out],
+       what=what)
+    got = np.load(os.path.join(out, "global_indices.npy"))
+    if got.dtype != np.uint32:
+        fail(f"{what}: global_indices dtype {got.dtype}, OLMo writes uint32")
+    if not np.array_equal(got, np.asarray(want, dtype=np.uint32)):
+        fail(f"{what}: global order differs: {got[:12]} vs {np.asarray(want)[:12]}")
+    with open(os.path.join(out, "summary.json")) as f:
+        s = json.load(f)
+    if want_total is not None and s["total_size"] != want_total:
+        fail(f"{what}: total_size {s['total_size']} != {want_total}")
+    if want_device is not None and s["device_batch_size"] != want_device:
+        fail(f"{what}: device_batch_size {s['device_batch_size']} != {want_device}")
+    checked["tables"] += 1
+
+
+c = load("iter", "memmap_tiny_items")
+cfg, _ = train_config_from_memmap_call(c["dataset"]["olmo_call"])
+p = c["params"]
+cfg.update(seed=p["seed"], epoch=p["epoch"], global_train_batch_size=p["global_batch_size"],
+           device_train_microbatch_size=p["device_batch_size"])
+check_tables(cfg, p["world_size"], c["global_indices"], "tables memmap_tiny_items",
+             p["total_size"], p["device_batch_size"])
+with open(os.path.join(WORK, f"t{n_cfg}", "summary.json")) as f:
+    s = json.load(f)
+for got, want in zip(s["files"], c["dataset"].get("files", [])):
+    if got["instances"] != want["instances"]:
+        fail("summary.json per-file instances differ")
+
+
+def one_token_instances(n):
+    """A token file of n one-token instances: OLMo's order only sees the length."""
+    path = os.path.join(WORK, f"n{n}.npy")
+    if not os.path.exists(path):
+        np.zeros(n, dtype="<u2").tofile(path)
+    return path
+
+
+for group in ("seeds_and_sizes", "small_grid", "seed_plus_epoch"):
+    for e in load("global_indices", group)["entries"]:
+        seed = int(e["seed"])
+        if not e["shuffle"] or seed >= 2**63:
+            continue  # training always shuffles; the seed option is a 64-bit integer
+        cfg = {"seed": seed, "epoch": e["epoch"], "global_train_batch_size": e["global_batch_size"],
+               "device_train_microbatch_size": 1,
+               "model": {"max_sequence_length": 1},
+               "data": {"paths": [one_token_instances(e["dataset_len"])], "drop_last": e["drop_last"]}}
+        what = f"tables {group} N={e['dataset_len']} seed={seed} epoch={e['epoch']} W={e['world_size']}"
+        if e["total_size"] == 0:
+            out = sh([GRIDFEED, "tables", "--config", config_file(cfg), "--data-parallel-size",
+                      str(e["world_size"]), "--out", os.path.join(WORK, "empty")], False, what)
+            if "global order is empty" not in out:
+                fail(f"{what}: the error does not say the order is empty: {out}")
+            checked["tables"] += 1
+            continue
+        want = e["values"] if "values" in e else np.load(
+            os.path.join("cases/global_indices", group, e["file"]))
+        check_tables(cfg, e["world_size"], want, what, e["total_size"], e["device_batch_size"])
+
+# ---------------------------------------------------------------- samples
+for name in sorted(os.listdir("cases/memmap")):
+    c = load("memmap", name)
+    cfg, from_config = train_config_from_memmap_call(c["olmo_call"])
+    idx = c["items"]["item_indices"]
+    out = os.path.join(WORK, f"s_{name}")
+    spec = ",".join(str(i) for i in idx)
+    sh([GRIDFEED, "samples", "--config", config_file(cfg), "--positions", spec, "--out", out],
+       what=f"samples {name}")
+    items = f"cases/memmap/{name}/items"
+    for f in sorted(os.listdir(items)):
+        want = np.load(os.path.join(items, f))
+        if not os.path.exists(os.path.join(out, f)):
+            fail(f"samples {name}: {f} missing")
+        got = np.load(os.path.join(out, f))
+        if got.dtype != want.dtype or not np.array_equal(got, want):
+            fail(f"samples {name}: {f} differs ({got.dtype} {got.shape} vs {want.dtype} {want.shape})")
+    if from_config:
+        with open(os.path.join(out, "metadata.json")) as f:
+            if json.load(f) != c["items"]["metadata"]:
+                fail(f"samples {name}: metadata differs")
+    for err in c.get("index_errors", []):
+        i = err["index"] if isinstance(err, dict) else err
+        o = sh([GRIDFEED, "samples", "--config", config_file(cfg), "--positions", str(i), "--out",
+                out + "_err"], False, f"samples {name} index {i}")
+        if "out of bounds" not in o:
+            fail(f"samples {name}: index {i}: {o}")
+    checked["samples"] += 1
+
+
+# ---------------------------------------------------------------- run under mpirun
+def rank_streams(run):
+    """A rank's DataLoader batches over its epochs (restarts excluded), flattened."""
+    stream = []
+    for ep in run["epochs"]:
+        if ep["start_index"] == 0:
+            for b in ep["batches"]:
+                stream += b["index"]
+    return stream
+
+
+def run_case(name, workers, micro=None, consumed=0):
+    c = load("dataloader", name)
+    W = c["world_size"]
+    cfg = json.loads(json.dumps(c["train_config"]))
+    if cfg["data"].get("instance_filter") == "default":
+        cfg["data"]["instance_filter"] = {}
+    cfg["data"]["num_workers"] = workers
+    B = cfg["device_train_batch_size"]
+    mbs = micro or B
+    cfg["device_train_microbatch_size"] = mbs
+    runs = {r["rank"]: r for r in c["runs"] if r["num_workers"] == workers}
+    streams = [rank_streams(runs[r]) for r in range(W)]
+    GB = B * W
+    # Whole global batches from `consumed` that the golden epochs hold.
+    steps = (min(len(s) for s in streams) * W - consumed) // GB
+    iters = steps  # run counts iterations from 0 after --consumed-samples
+    out = os.path.join(WORK, f"run_{name}_{workers}_{mbs}_{consumed}")
+    args = ["mpirun", "-n", str(W), "--oversubscribe", GRIDFEED, "run", "--config",
+            config_file(cfg), "--train-iters", str(iters), "--dump", out]
+    if consumed:
+        args += ["--consumed-samples", str(consumed)]
+    sh(args, what=f"run {name} K={workers}")
+    for r in range(W):
+        got = np.load(f"{out}/rank{r}/sample_indices.npy")
+        if got.dtype != np.int64 or got.shape[1] != mbs:
+            fail(f"run {name}: sample_indices {got.dtype} {got.shape}")
+        first = consumed // W
+        want = np.array(streams[r][first:first + got.size], dtype=np.int64)
+        if got.size != steps * B or not np.array_equal(got.reshape(-1), want):
+            fail(f"run {name} K={workers} mbs={mbs} rank {r}: {got.reshape(-1)[:16]} vs {want[:16]}")
+    checked["run"] += 1
+    return c, out, runs
+
+
+for name in sorted(os.listdir("cases/dataloader")):
+    for K in sorted({r["num_workers"] for r in load("dataloader", name)["runs"]}):
+        c, out, runs = run_case(name, K)
+
+# Micro-batches of half a device batch: the same stream.
+run_case("u16_full_tensors", 2, micro=2)
+run_case("u32_ws3_epochs_restart", 0, micro=1)
+# A restart at start_index s of epoch 2 is --consumed-samples (2 epochs + s) with K = 0.
+c = load("dataloader", "u32_ws3_epochs_restart")
+r0 = [r for r in c["runs"] if r["rank"] == 0 and r["num_workers"] == 0][0]
+total = r0["total_size"]
+for ep in r0["epochs"]:
+    if ep["start_index"]:
+        s = ep["start_index"]
+        cc, out, runs = run_case("u32_ws3_epochs_restart", 0, micro=1, consumed=2 * total + s)
+        for r in range(3):
+            rr = [x for x in c["runs"] if x["rank"] == r and x["num_workers"] == 0][0]
+            want = [i for b in [e for e in rr["epochs"] if e["start_index"] == s][0]["batches"]
+                    for i in b["index"]]
+            got = np.load(f"{out}/rank{r}/sample_indices.npy").reshape(-1)
+            if not np.array_equal(got[:len(want)], want[:len(got)]):
+                fail(f"restart at start_index {s}, rank {r}: {got[:8]} vs {want[:8]}")
+
+# The fields of the full-tensor case: OLMo's collated batches, num_workers 0.
+c, out, runs = run_case("u16_full_tensors", 0)
+W = c["world_size"]
+for r in range(W):
+    tokens = np.load(f"{out}/rank{r}/tokens.npy")
+    labels = np.load(f"{out}/rank{r}/labels.npy")
+    loss = np.load(f"{out}/rank{r}/loss_mask.npy")
+    for j, b in enumerate(runs[r]["epochs"][0]["batches"]):
+        if "dir" not in b or b["size"] != tokens.shape[1]:
+            continue
+        d = os.path.join("cases/dataloader/u16_full_tensors", b["dir"])
+        ids = np.load(f"{d}/input_ids.npy")
+        if not np.array_equal(tokens[j], ids):
+            fail(f"run fields: rank {r} batch {j}: tokens differ from OLMo's input_ids")
+        keep = np.load(f"{d}/label_mask.npy").astype(bool)
+        keep &= np.load(f"{d}/attention_mask.npy") != 0
+        keep &= np.load(f"{d}/instance_mask.npy").astype(bool)[:, None]
+        if not np.array_equal(labels[j][:, :-1], ids[:, 1:]):
+            fail(f"run fields: rank {r} batch {j}: labels are not input_ids shifted by one")
+        if not np.array_equal(loss[j][:, :-1], keep[:, 1:].astype(np.float32)) or loss[j][:, -1].any():
+            fail(f"run fields: rank {r} batch {j}: loss mask is not OLMo's label mask")
+        checked["run"] += 1
+
+# ---------------------------------------------------------------- kill and resume
+cfg = {"seed": 7, "global_train_batch_size": 4, "device_train_microbatch_size": 1,
+       "model": {"max_sequence_length": 64, "eos_token_id": 50279, "pad_token_id": 1},
+       "data": {"paths": ["corpora/u16/part-001.npy"], "num_workers": 2}}
+path = config_file(cfg)
+base = ["mpirun", "-n", "2", "--oversubscribe", GRIDFEED, "run", "--config", path,
+        "--train-iters", "30"]
+full, cut, ck = (os.path.join(WORK, x) for x in ("full", "cut", "ck.h5"))
+sh(base + ["--ledger", full], what="uninterrupted OLMo run")
+sh(base + ["--ledger", cut, "--save", ck, "--save-interval", "10", "--testing-kill-rank", "0",
+           "--testing-kill-step", "14"], expect_ok=False, what="killed OLMo run")
+o = sh(base + ["--ledger", cut, "--resume", ck], what="resumed OLMo run")
+if "at iteration 10" not in o:
+    fail("the OLMo run did not resume at iteration 10: " + o)
+for f in sorted(os.listdir(full)):
+    a = [l for l in open(os.path.join(full, f)) if not l.startswith("#")]
+    b = [l for l in open(os.path.join(cut, f)) if not l.startswith("#")]
+    if a != b:
+        fail(f"OLMo ledger {f} differs after kill and resume")
+sh([GRIDFEED, "audit", "verify", "--ledger", cut], what="audit verify of an OLMo ledger")
+o = sh(["mpirun", "-n", "1", GRIDFEED, "run", "--config", path, "--train-iters", "31",
+        "--resume", ck], expect_ok=False, what="OLMo resume at another DP size")
+checked["resume"] += 1
+
+# ---------------------------------------------------------------- configuration errors
+bad = {"model": {"max_sequence_length": 8}, "data": {"paths": ["corpora/tiny/part-000.npy"],
+                                                     "num_wrokers": 2}}
+o = sh([GRIDFEED, "tables", "--config", config_file(bad), "--out", WORK + "/x"], False, "typo")
+if "data.num_wrokers" not in o:
+    fail("an unknown data key is not named: " + o)
+both = {"data": {"paths": ["a.npy"], "datasets": {"x": ["b.npy"]}}}
+o = sh([GRIDFEED, "tables", "--config", config_file(both), "--out", WORK + "/x"], False, "both")
+if "mutually exclusive" not in o:
+    fail("paths + datasets not refused: " + o)
+checked["config"] += 2
+
+shutil.rmtree(WORK)
+print("olmo commands: ok", json.dumps(checked))
