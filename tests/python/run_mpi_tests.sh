@@ -19,6 +19,19 @@ mpirun -n 1 "$GRIDFEED" "${RUN[@]}" --global-batch-size 4 --dump "$WORK/dump1" \
 mpirun -n 8 --oversubscribe "$GRIDFEED" "${RUN[@]}" --global-batch-size 8 \
   --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --dump "$WORK/dump8" \
   --ledger "$WORK/ledger8" > "$WORK/run8.out" 2>&1 || { cat "$WORK/run8.out"; exit 1; }
+# An OLMo configuration (a golden case's training YAML), fed at 1 rank.
+/usr/bin/python3 - "$HERE/../golden/olmo/cases/dataloader/u16_full_tensors/case.json" \
+  "$WORK/olmo.yaml" <<'PY'
+import json, sys
+cfg = json.load(open(sys.argv[1]))["train_config"]
+cfg["data"]["instance_filter"] = {}  # OLMo's "default" filter, spelled as a mapping
+cfg["device_train_microbatch_size"] = cfg["device_train_batch_size"]
+cfg["global_train_batch_size"] = cfg["device_train_batch_size"]  # one rank
+json.dump(cfg, open(sys.argv[2], "w"), indent=1)  # JSON is YAML
+PY
+(cd "$HERE/../golden/olmo" && mpirun -n 1 "$GRIDFEED" run --config "$WORK/olmo.yaml" \
+  --train-iters 3 --dump "$WORK/olmo_dump1" > "$WORK/olmo1.out" 2>&1) \
+  || { cat "$WORK/olmo1.out"; exit 1; }
 PYTEST=(/usr/bin/python3 -m pytest -p no:cacheprovider -q --color=no)
 mpirun -n 1 -x PYTHONPATH -x GRIDFEED_BIN -x GRIDFEED_CLI_DUMP "${PYTEST[@]}" --basetemp="$WORK/pytest1" \
   "$HERE/test_feeder.py"

@@ -42,6 +42,8 @@ def test_fields_dtypes_shapes_and_grid(job, cli_dump):
         for key, (dtype, shape) in want.items():
             assert mb[key].dtype == dtype and mb[key].shape == shape, key
         assert mb.sample_indices.dtype == np.int64 and list(mb.sample_indices) == [0, 1]
+        assert list(mb.sample_positions) == [0, 1]  # Megatron's order: index = position
+        assert mb.sample_positions.base is mb
         assert mb.source_ids.shape == (2,) and set(mb.source_ids) <= {0, 1}
         assert "tokens" in mb and "nothing" not in mb and mb.get("nothing") is None
         with pytest.raises(KeyError):
@@ -68,6 +70,27 @@ def test_equal_to_cli_run_dump(job, cli_dump):
               if l[0].isdigit()]
     assert [int(l[3]) for l in ledger] == list(np.concatenate(got["sample_indices"]))
     assert [int(l[4]) for l in ledger] == list(np.concatenate(got["source_ids"]))
+
+
+def test_an_olmo_configuration_equals_cli_run_dump(cli_dump, monkeypatch):
+    golden_olmo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden", "olmo")
+    monkeypatch.chdir(golden_olmo)  # the configuration's paths are relative to it
+    d = os.path.join(cli_dump, "olmo_dump1", "rank0")
+    meta = json.load(open(os.path.join(d, "meta.json")))
+    got = {k: [] for k in meta["fields"] + ["sample_indices"]}
+    with gridfeed.Feeder(config=os.path.join(cli_dump, "olmo.yaml")) as f:
+        for _ in range(3 * f.num_microbatches_per_global_batch):  # --train-iters 3
+            mb = f.next()
+            assert sorted(mb) == sorted(meta["fields"])
+            for k in meta["fields"]:
+                got[k].append(mb[k])
+            got["sample_indices"].append(mb.sample_indices)
+    for k in got:
+        want = np.load(os.path.join(d, f"{k}.npy"))
+        ours = np.stack(got[k])
+        assert ours.shape == want.shape and np.array_equal(ours, want), k
+    with pytest.raises(gridfeed.InvalidArgument, match="use `gridfeed tables`"):
+        gridfeed.tables(config=os.path.join(cli_dump, "olmo.yaml"))
 
 
 def test_views_share_the_batch_memory_and_outlive_it(job):

@@ -77,6 +77,10 @@ class PyMicroBatch {
   py::array SampleIndices(py::handle self) const {
     return View(self, mb_.sample_indices, {static_cast<py::ssize_t>(mb_.sample_indices.size())});
   }
+  py::array SamplePositions(py::handle self) const {
+    return View(self, mb_.sample_positions,
+                {static_cast<py::ssize_t>(mb_.sample_positions.size())});
+  }
   py::array SourceIds(py::handle self) const {
     return View(self, mb_.source_ids, {static_cast<py::ssize_t>(mb_.source_ids.size())});
   }
@@ -322,8 +326,13 @@ dict(mb) gives a plain dict of the same views.)doc")
       .def_property_readonly(
           "sample_indices",
           [](py::object self) { return self.cast<const PyMicroBatch&>().SampleIndices(self); },
-          "int64 [micro_batch_size]: positions in the split's top-level dataset (empty on "
-          "middle pipeline stages)")
+          "int64 [micro_batch_size]: the order's sample index of each sample (Megatron's "
+          "top-level dataset index, OLMo's instance index; empty on middle pipeline stages)")
+      .def_property_readonly(
+          "sample_positions",
+          [](py::object self) { return self.cast<const PyMicroBatch&>().SamplePositions(self); },
+          "int64 [micro_batch_size]: each sample's global position in the split's read order "
+          "(what resumes and ledgers count; equal to sample_indices for Megatron's order)")
       .def_property_readonly(
           "source_ids",
           [](py::object self) { return self.cast<const PyMicroBatch&>().SourceIds(self); },

@@ -3,6 +3,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -33,13 +34,25 @@ py::array View(const std::vector<T>& v, std::vector<py::ssize_t> shape, py::hand
   return py::array(py::dtype::of<T>(), std::move(shape), v.data(), owner);
 }
 
+// OLMo's offline outputs are written by the command only (apps/gridfeed/olmo_outputs.h).
+Status OlmoNotOffered(const std::string& function, const std::string& command) {
+  return InvalidArgument(function +
+                         ": an OLMo order (--olmo-paths) is not offered here yet; "
+                         "use `gridfeed " +
+                         command + "`");
+}
+
 py::object Optional(const std::optional<int64_t>& v) {
   return v ? py::object(py::int_(*v)) : py::object(py::none());
 }
 
 // As `gridfeed tables` writes them: summary.json's fields and each table as an array.
 py::dict Tables(const py::kwargs& kwargs) {
-  const config::JobOptions o = Resolve("gridfeed.tables", kwargs, {config::Group::kData});
+  // The command's groups: an OLMo order depends on the DP size and the global batch size.
+  const config::JobOptions o =
+      Resolve("gridfeed.tables", kwargs,
+              {config::Group::kData, config::Group::kGrid, config::Group::kBatch});
+  if (o.data.is_olmo()) ThrowIfError(OlmoNotOffered("gridfeed.tables", "tables"));
   Result<order::BuiltDatasets> built = Status();
   {
     py::gil_scoped_release release;
@@ -134,6 +147,7 @@ std::vector<int64_t> Positions(const py::object& positions) {
 py::dict Samples(const py::object& positions, const py::kwargs& kwargs) {
   const config::JobOptions o =
       Resolve("gridfeed.samples", kwargs, {config::Group::kData, config::Group::kSplitName});
+  if (o.data.is_olmo()) ThrowIfError(OlmoNotOffered("gridfeed.samples", "samples"));
   const std::vector<int64_t> pos = Positions(positions);
   const std::string& name = o.feed.split_name;
   order::Split split = order::Split::kTrain;
@@ -144,7 +158,7 @@ py::dict Samples(const py::object& positions, const py::kwargs& kwargs) {
   Status st;
   {
     py::gil_scoped_release release;
-    auto pipeline = order::Pipeline::For(o.data);
+    auto pipeline = order::Pipeline::For(o);
     auto b = pipeline.ok() ? (*pipeline)->Build()
                            : Result<std::unique_ptr<order::BuiltOrder>>(pipeline.status());
     if (b.ok()) {
@@ -270,6 +284,7 @@ py::list Replay(const py::object& source, const py::object& steps_arg, py::kwarg
       Resolve("gridfeed.replay", kwargs,
               {config::Group::kData, config::Group::kGrid, config::Group::kBatch}, false);
   const auto steps = Steps(steps_arg);
+  o.run.train_iters = std::max(o.run.train_iters, steps.second);  // orders built per epoch
   std::unique_ptr<audit::Replay> replay;
   Status st;
   {
@@ -336,7 +351,7 @@ py::list Replay(const py::object& source, const py::object& steps_arg, py::kwarg
     auto* pr = static_cast<int64_t*>(recs.mutable_data());
     for (py::ssize_t k = 0; k < n; ++k) {
       const auto& x = records[k];
-      pi[k] = x.position;
+      pi[k] = replay->view().SampleIndex(order::Split::kTrain, x.position);
       int64_t* row = pr + 9 * k;
       row[0] = x.iteration, row[1] = x.micro_batch, row[2] = x.dp_rank, row[3] = x.position;
       row[4] = x.dataset, row[5] = x.dataset_sample, row[6] = x.first_document;
