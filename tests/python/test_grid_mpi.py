@@ -4,6 +4,8 @@ message on every rank, end of split at the same step everywhere. Run by run_mpi_
 import json
 import os
 import tempfile
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -112,3 +114,29 @@ def test_the_split_ends_at_the_same_step_on_every_rank(job):
             steps += 1
         counts = WORLD.allgather((steps, f.consumed_samples))
     assert set(counts) == {(400 // 4, 400)}, counts
+
+
+def test_next_releases_the_gil_while_it_waits(job):
+    """TP rank 1's next() waits in the TP broadcast until TP rank 0 (half a second late) sends;
+    meanwhile a Python thread of its process keeps counting, so the GIL was released."""
+    with open_feeder(job) as f:
+        count = [0]
+        stop = threading.Event()
+
+        def spin():
+            while not stop.is_set():
+                count[0] += 1
+
+        spinner = threading.Thread(target=spin)
+        spinner.start()
+        if f.tp_rank == 0:
+            time.sleep(0.5)
+        before, start = count[0], time.perf_counter()
+        f.next()
+        waited, during = time.perf_counter() - start, count[0] - before
+        stop.set()
+        spinner.join()
+        results = WORLD.allgather((f.tp_rank, waited, during))
+    for tp, waited, during in results:
+        if tp == 1:
+            assert waited > 0.2 and during > 1000, (waited, during)
