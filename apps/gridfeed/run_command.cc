@@ -3,6 +3,7 @@
 // each step, CP ranks on the same samples), reports start-up and steady-state rates, and
 // with --dump writes what every rank received.
 #include <mpi.h>
+#include <sys/resource.h>
 #include <xxhash.h>
 
 #include <csignal>
@@ -23,6 +24,14 @@
 
 namespace gridfeed::app {
 namespace {
+
+// User + system CPU seconds of this process (all its threads).
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
 
 // Options of `run` alone (the job's options come from the option table).
 struct RunArgs {
@@ -125,9 +134,15 @@ Status RunFeeder(const RunArgs& a, const config::OptionFlags& flags) {
   }
   GRIDFEED_RETURN_IF_ERROR(parallel::AgreeOnStatus(MPI_COMM_WORLD, writable, world_rank));
   Stopwatch open_watch;
+  const double cpu_before = CpuSeconds();
   GRIDFEED_ASSIGN_OR_RETURN(std::unique_ptr<feed::Feeder> f,
                             feed::Feeder::Open(options, MPI_COMM_WORLD));
   const double open_total = open_watch.Seconds();
+  // CPU time of start-up: rank 0 builds; the others should mostly sleep while it does.
+  const double open_cpu = CpuSeconds() - cpu_before;
+  double others_cpu = 0;
+  const double mine = world_rank == 0 ? 0 : open_cpu;
+  MPI_Reduce(&mine, &others_cpu, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
   const auto& g = f->grid();
   const int64_t per_step = f->num_microbatches_per_global_batch();
   const int64_t mbs = options.batch.micro_batch_size;
@@ -239,7 +254,8 @@ Status RunFeeder(const RunArgs& a, const config::OptionFlags& flags) {
     std::printf(
         "run: %d ranks (TP %d x PP %d x CP %d x DP %d), %lld iterations x %lld micro-batches of "
         "%lld, consumed %lld samples\n"
-        "start-up: %.3f s (build %.3f s, broadcast %.3f s, open %.3f s)\n"
+        "start-up: %.3f s (build %.3f s, broadcast %.3f s, open %.3f s); CPU: rank 0 %.2f s, "
+        "the other ranks %.2f s in all\n"
         "table memory on rank 0's node: %.1f MB in one shared window for %d readers (a plain "
         "copy per reader: %.1f MB)\n"
         "table windows: %d (one per node, each filled by its leader; readers per node: %s)\n"
@@ -248,8 +264,8 @@ Status RunFeeder(const RunArgs& a, const config::OptionFlags& flags) {
         g.world_size(), g.tp_size(), g.pp_size(), g.cp_size(), g.dp_size(),
         static_cast<long long>(train_iters), static_cast<long long>(per_step),
         static_cast<long long>(mbs), static_cast<long long>(f->consumed_samples()), open_total,
-        s.build_seconds, s.broadcast_seconds, s.open_seconds, node_mb, f->readers_on_node(),
-        plain_mb, f->num_nodes(), per_node.c_str(), rate,
+        s.build_seconds, s.broadcast_seconds, s.open_seconds, open_cpu, others_cpu, node_mb,
+        f->readers_on_node(), plain_mb, f->num_nodes(), per_node.c_str(), rate,
         rate * static_cast<double>(mbs * options.data.seq_length));
     if (!a.dump_dir.empty()) std::printf("dump: %s/rank<N>/\n", a.dump_dir.c_str());
   }

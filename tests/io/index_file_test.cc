@@ -48,6 +48,25 @@ TEST(ParseIndex, ReadsHandAssembledIndex) {
   EXPECT_TRUE(v->sequence_modes.empty());
 }
 
+// Structure-only parsing (for a reader whose node leader checked the same file in full) gives
+// the same extents, still refuses a file whose counts do not fit, and skips the per-element
+// pass (a bad middle pointer goes unnoticed there, by contract, but not in full).
+TEST(ParseIndex, StructureOnlyKeepsExtentsAndSizeChecks) {
+  auto bytes = HandIndex(false);
+  auto v = ParseIndex(bytes, "hand.idx", false, IndexCheck::kStructure);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->total_tokens, 4u);
+  EXPECT_EQ(v->bin_bytes_needed, 16u);
+  auto truncated = bytes;
+  truncated.resize(truncated.size() - 1);
+  EXPECT_FALSE(ParseIndex(truncated, "hand.idx", false, IndexCheck::kStructure).ok());
+  auto bad = bytes;
+  const int32_t negative = -1;
+  std::memcpy(bad.data() + 34, &negative, 4);  // first length
+  EXPECT_FALSE(ParseIndex(bad, "hand.idx", false, IndexCheck::kFull).ok());
+  EXPECT_TRUE(ParseIndex(bad, "hand.idx", false, IndexCheck::kStructure).ok());
+}
+
 TEST(ParseIndex, ReadsMultimodalModes) {
   auto bytes = HandIndex(true);
   auto v = ParseIndex(bytes, "mm.idx", true);

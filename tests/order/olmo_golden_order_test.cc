@@ -430,6 +430,20 @@ TEST(OlmoGolden, DataLoader) {
                    c.dir);
     const json& tc = j.at("train_config");
     const json& data = tc.at("data");
+    ExpectOnlyKeys(
+        tc,
+        {"seed", "epoch", "global_train_batch_size", "device_train_batch_size", "model", "data"},
+        c.dir + " train_config");
+    ExpectOnlyKeys(tc.at("model"), {"max_sequence_length", "pad_token_id", "eos_token_id"},
+                   c.dir + " model");
+    // The DataLoader's own knobs (workers, threads, pinning, prefetching) leave the order as
+    // it is; the workers come from each run's num_workers.
+    ExpectOnlyKeys(data,
+                   {"paths", "datasets", "label_mask_paths", "memmap_dtype", "drop_last", "seed",
+                    "generate_attention_mask", "generate_doc_lengths", "instance_filter",
+                    "pad_direction", "num_workers", "num_threads", "pin_memory", "prefetch_factor",
+                    "persistent_workers", "timeout"},
+                   c.dir + " data");
     // build_train_dataloader: include_instance_metadata false.
     const testing::GoldenDataset d = testing::DatasetFromConfig(tc.at("model"), data, false);
     ASSERT_EQ(d.files.files().size(), d.paths.size()) << "not opened";
@@ -452,6 +466,10 @@ TEST(OlmoGolden, DataLoader) {
       EXPECT_EQ(run.at("device_batch_size").get<int64_t>(), sizes->device_batch_size);
       EXPECT_EQ(run.at("dataloader_batch_size").get<int64_t>(), sizes->device_batch_size);
       EXPECT_EQ(run.at("dataloader_drop_last").get<bool>(), drop_last);
+      // The first epoch is train_config.epoch (null: 0), as OLMo's trainer starts.
+      const json& first_epoch = tc.at("epoch");
+      EXPECT_EQ(run.at("epochs").at(0).at("epoch").get<int64_t>(),
+                first_epoch.is_null() ? 0 : first_epoch.get<int64_t>());
       for (const auto& ep : run.at("epochs")) {
         const int64_t epoch = ep.at("epoch").get<int64_t>();
         const int64_t start = ep.at("start_index").get<int64_t>();

@@ -15,10 +15,12 @@
 #include "gridfeed/checkpoint/cursor.h"
 #include "gridfeed/checkpoint/resume_policy.h"
 #include "gridfeed/config/canonical.h"
+#include "gridfeed/core/log.h"
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/device/probe.h"
 #include "gridfeed/device/tp_broadcast.h"
 #include "gridfeed/feed/payload.h"
+#include "gridfeed/io/file_util.h"
 #include "gridfeed/order/cp_zigzag.h"
 #include "gridfeed/order/pipeline.h"
 #include "gridfeed/order/read_schedule.h"
@@ -72,6 +74,8 @@ struct Feeder::Impl {
   Status CreateGrid(MPI_Comm comm);
   Status BuildAndShareTables();
   Status OpenTokenStores();
+  // This reader opens its node leader's very files (so the leader checks them in full).
+  bool same_files_as_node_leader = false;
   Status CheckTokenStores();
   Status Resume();
   Status PlanSchedule();
@@ -251,17 +255,34 @@ Status Feeder::Impl::PlanSchedule() {
   return Status::Ok();
 }
 
-// Readers open the token stores; a failure anywhere is the same error everywhere.
+// Readers open the token stores; a failure anywhere is the same error everywhere. A reader
+// whose files are its node leader's very files (device, inode, size, mtime) leaves the
+// per-element checks to the leader, which makes them at the same time.
 Status Feeder::Impl::OpenTokenStores() {
   const parallel::Grid& g = *grid;
   Stopwatch watch;
   Status opened;
   if (g.is_reader()) {
+    MPI_Comm node = image->node_comm();
+    int node_rank = 0;
+    MPI_Comm_rank(node, &node_rank);
+    std::string identity;  // empty when a file cannot be stat'ed: then checked here in full
+    for (const auto& file : view->TokenFiles()) {
+      auto id = io::FileIdentity(file);
+      if (!id.ok()) {
+        identity.clear();
+        break;
+      }
+      identity += *id + "\n";
+    }
+    std::string leader_identity = identity;
+    GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(node, 0, &leader_identity));
+    same_files_as_node_leader = node_rank != 0 && !identity.empty() && identity == leader_identity;
     if (g.world_rank() == options.feed.testing_fail_open_rank) {
       opened =
           NotFound("cannot open '" + view->token_stores().front() + ".bin' (injected by test)");
     } else {
-      opened = view->OpenTokenStores();
+      opened = view->OpenTokenStores(same_files_as_node_leader);
     }
   }
   GRIDFEED_RETURN_IF_ERROR(parallel::AgreeOnStatus(g.world(), opened, g.world_rank()));
@@ -272,11 +293,18 @@ Status Feeder::Impl::OpenTokenStores() {
 // Every reader proves it reads the same data as rank 0 (node-local copies are common): index
 // digest, data size and a digest of data blocks sampled at offsets derived from the
 // fingerprint. A difference on any reader is the same error everywhere, naming rank and store.
+// On a node, the leader computes the facts; a peer whose files are the leader's very files
+// takes them, any other computes its own.
 Status Feeder::Impl::CheckTokenStores() {
   const parallel::Grid& g = *grid;
   const uint64_t salt = XXH3_64bits(fingerprint.data(), fingerprint.size());
   std::vector<order::StoreFacts> mine;
-  if (g.is_reader()) mine = view->TokenStoreFacts(salt);
+  if (g.is_reader()) {
+    if (!same_files_as_node_leader) mine = view->TokenStoreFacts(salt);
+    std::string leader_facts = order::EncodeFacts(mine);
+    GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(image->node_comm(), 0, &leader_facts));
+    if (same_files_as_node_leader) mine = order::DecodeFacts(leader_facts);
+  }
   std::string reference = order::EncodeFacts(mine);  // rank 0 is a reader
   GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(g.world(), 0, &reference));
   store_facts = reference;
@@ -434,13 +462,27 @@ Feeder::~Feeder() = default;
 Result<std::unique_ptr<Feeder>> Feeder::Open(const FeederOptions& options, MPI_Comm comm) {
   auto im = std::make_unique<Impl>();
   im->options = options;
+  // Each phase's time on rank 0 at DEBUG level (GRIDFEED_LOG_LEVEL=DEBUG): where start-up goes.
+  Stopwatch phase;
+  auto done = [&phase](const char* name) {
+    if (log::Enabled(log::Level::kDebug)) {
+      log::Debug(std::string("start-up phase ") + name + ": " + std::to_string(phase.Lap()) + " s");
+    }
+  };
   GRIDFEED_RETURN_IF_ERROR(im->AgreeOnOptions(comm));
+  done("agree on options");
   GRIDFEED_RETURN_IF_ERROR(im->CreateGrid(comm));
+  done("create grid");
   GRIDFEED_RETURN_IF_ERROR(im->BuildAndShareTables());
+  done("build and share tables");
   GRIDFEED_RETURN_IF_ERROR(im->OpenTokenStores());
+  done("open token stores");
   GRIDFEED_RETURN_IF_ERROR(im->CheckTokenStores());
+  done("check token stores");
   GRIDFEED_RETURN_IF_ERROR(im->Resume());
+  done("resume");
   GRIDFEED_RETURN_IF_ERROR(im->PlanSchedule());
+  done("plan schedule");
   if (options.feed.device_broadcast) GRIDFEED_RETURN_IF_ERROR(im->OpenDevicePath());
   im->StartPrefetch();
   return std::unique_ptr<Feeder>(new Feeder(std::move(im)));

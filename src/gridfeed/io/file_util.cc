@@ -292,6 +292,16 @@ Status WriteStringToFile(const std::string& path, const std::string& contents) {
   return f.Commit();
 }
 
+Result<std::string> FileIdentity(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    return IoError("cannot stat '" + path + "': " + std::strerror(errno));
+  }
+  return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
+         std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec);
+}
+
 Status MakeDirs(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);

@@ -97,4 +97,9 @@ Status WriteStringToFile(const std::string& path, const std::string& contents);
 // mkdir -p.
 Status MakeDirs(const std::string& path);
 
+// "device:inode:size:mtime_ns" of the file `path` names (links followed): two processes on one
+// machine that get the same text read the same bytes (unless a writer changes a file in place
+// within one mtime tick). IoError naming the path.
+Result<std::string> FileIdentity(const std::string& path);
+
 }  // namespace gridfeed::io

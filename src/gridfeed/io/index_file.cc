@@ -23,7 +23,7 @@ Status Corrupt(const std::string& path, const std::string& field, const std::str
 }  // namespace
 
 Result<IndexView> ParseIndex(std::span<const std::byte> bytes, const std::string& path,
-                             bool multimodal) {
+                             bool multimodal, IndexCheck check) {
   const size_t n = bytes.size();
   if (n < kIndexHeaderBytes) {
     return Corrupt(path, "header", "at least " + std::to_string(kIndexHeaderBytes) + " bytes",
@@ -79,6 +79,19 @@ Result<IndexView> ParseIndex(std::span<const std::byte> bytes, const std::string
   if (multimodal) view.sequence_modes = LeSpan<int8_t>(at, s);
 
   const uint64_t item = DTypeSize(view.dtype);
+  if (check == IndexCheck::kStructure) {
+    const int64_t last_ptr = s ? view.sequence_pointers[s - 1] : 0;
+    const int32_t last_len = s ? view.sequence_lengths[s - 1] : 0;
+    if (last_ptr < 0 || last_len < 0) {
+      return Corrupt(path, "last sequence", "a pointer and a length >= 0",
+                     std::to_string(last_ptr) + ", " + std::to_string(last_len));
+    }
+    view.bin_bytes_needed =
+        static_cast<uint64_t>(last_ptr) + static_cast<uint64_t>(last_len) * item;
+    view.total_tokens = view.bin_bytes_needed / item;  // pointers are the running sums
+    if (d == 0) return Corrupt(path, "document_indices", "at least one entry (0)", "no entries");
+    return view;
+  }
   uint64_t pointer = 0;
   uint64_t tokens = 0;
   for (uint64_t i = 0; i < s; ++i) {

@@ -39,7 +39,12 @@ struct IndexView {
 
 // `path` is used in messages only. `multimodal`: the file has a trailing int8 mode per
 // sequence (the header does not say so; Megatron's caller knows).
+// kStructure checks the header, the counts against the file size and the last sequence's
+// extent only: for a reader whose file another process on the machine has just checked in
+// full (the same device, inode, size and mtime), where the per-element pass would only repeat
+// that work.
+enum class IndexCheck { kFull, kStructure };
 Result<IndexView> ParseIndex(std::span<const std::byte> bytes, const std::string& path,
-                             bool multimodal);
+                             bool multimodal, IndexCheck check = IndexCheck::kFull);
 
 }  // namespace gridfeed::io

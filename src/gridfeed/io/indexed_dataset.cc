@@ -40,13 +40,14 @@ void TokenSpan::CopyTo(int64_t* out) const {
   }
 }
 
-Result<IndexedDataset> IndexedDataset::Open(const std::string& prefix, bool multimodal) {
+Result<IndexedDataset> IndexedDataset::Open(const std::string& prefix, bool multimodal,
+                                            IndexCheck check) {
   IndexedDataset ds;
   ds.prefix_ = prefix;
   const std::string idx_path = prefix + ".idx";
   const std::string bin_path = prefix + ".bin";
   GRIDFEED_ASSIGN_OR_RETURN(ds.idx_, MMapFile::Open(idx_path));
-  GRIDFEED_ASSIGN_OR_RETURN(ds.view_, ParseIndex(ds.idx_.bytes(), idx_path, multimodal));
+  GRIDFEED_ASSIGN_OR_RETURN(ds.view_, ParseIndex(ds.idx_.bytes(), idx_path, multimodal, check));
   GRIDFEED_ASSIGN_OR_RETURN(ds.bin_, MMapFile::Open(bin_path));
   if (ds.bin_.size() < ds.view_.bin_bytes_needed) {
     return DataLoss("corrupt token file '" + bin_path + "': field size: expected at least " +

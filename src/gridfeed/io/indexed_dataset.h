@@ -33,7 +33,8 @@ struct TokenSpan {
 
 class IndexedDataset {
  public:
-  static Result<IndexedDataset> Open(const std::string& prefix, bool multimodal = false);
+  static Result<IndexedDataset> Open(const std::string& prefix, bool multimodal = false,
+                                     IndexCheck check = IndexCheck::kFull);
 
   IndexedDataset(IndexedDataset&&) noexcept = default;
   IndexedDataset& operator=(IndexedDataset&&) noexcept = default;

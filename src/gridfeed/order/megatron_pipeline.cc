@@ -29,10 +29,20 @@ class MegatronView final : public OrderView {
   }
   const std::vector<std::string>& token_stores() const override { return view_.prefixes; }
 
-  Status OpenTokenStores() override {
+  std::vector<std::string> TokenFiles() const override {
+    std::vector<std::string> files;
+    for (const auto& prefix : view_.prefixes) {
+      files.push_back(prefix + ".idx");
+      files.push_back(prefix + ".bin");
+    }
+    return files;
+  }
+
+  Status OpenTokenStores(bool checked_on_node) override {
     for (const auto& prefix : view_.prefixes) {
       if (stores_.count(prefix)) continue;
-      auto ds = io::IndexedDataset::Open(prefix);
+      auto ds = io::IndexedDataset::Open(
+          prefix, false, checked_on_node ? io::IndexCheck::kStructure : io::IndexCheck::kFull);
       if (!ds.ok()) return ds.status();
       stores_[prefix] = std::make_shared<const io::IndexedDataset>(std::move(ds).value());
     }

@@ -130,7 +130,14 @@ class OlmoView final : public OrderView {
   int64_t length(Split split) const override { return split == Split::kTrain ? plan_.length : 0; }
   const std::vector<std::string>& token_stores() const override { return data_.olmo_paths; }
 
-  Status OpenTokenStores() override {
+  std::vector<std::string> TokenFiles() const override {
+    std::vector<std::string> files = data_.olmo_paths;
+    files.insert(files.end(), data_.olmo_label_mask_paths.begin(),
+                 data_.olmo_label_mask_paths.end());
+    return files;
+  }
+
+  Status OpenTokenStores(bool) override {  // nothing per element to check
     if (open_) return Status::Ok();
     GRIDFEED_ASSIGN_OR_RETURN(
         io::OlmoTokenFiles files,

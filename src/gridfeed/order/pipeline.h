@@ -40,8 +40,13 @@ class OrderView {
   virtual int64_t length(Split split) const = 0;
   // Token stores a reader needs open, as the options name them.
   virtual const std::vector<std::string>& token_stores() const = 0;
+  // The files behind the token stores (paths as the options give them), so readers can show
+  // they read the very same files (io::FileIdentity).
+  virtual std::vector<std::string> TokenFiles() const = 0;
   // Opens every token store not open yet (views over tables built in process have them open).
-  virtual Status OpenTokenStores() = 0;
+  // `checked_on_node`: another process on this machine opened the very same files (see
+  // TokenFiles) with every check, so only their structure is checked here.
+  virtual Status OpenTokenStores(bool checked_on_node) = 0;
   // Facts of every open token store, in token_stores() order (see store_facts.h).
   virtual std::vector<StoreFacts> TokenStoreFacts(uint64_t salt) const = 0;
   // Assembles sample `position` of `split` into `out` and returns what it is (iteration,

@@ -1,7 +1,9 @@
 #include "gridfeed/parallel/agree.h"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
+#include <thread>
 
 namespace gridfeed::parallel {
 
@@ -11,6 +13,19 @@ Status MpiStatus(int code, const char* call) {
   int len = 0;
   MPI_Error_string(code, text, &len);
   return Status(StatusCode::kAborted, std::string(call) + " failed: " + std::string(text, len));
+}
+
+Status SleepyBarrier(MPI_Comm comm) {
+  MPI_Request request;
+  GRIDFEED_RETURN_IF_ERROR(MpiStatus(MPI_Ibarrier(comm, &request), "MPI_Ibarrier"));
+  auto delay = std::chrono::microseconds(20);
+  for (;;) {
+    int done = 0;
+    GRIDFEED_RETURN_IF_ERROR(MpiStatus(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test"));
+    if (done) return Status::Ok();
+    std::this_thread::sleep_for(delay);
+    delay = std::min<std::chrono::microseconds>(delay * 2, std::chrono::milliseconds(5));
+  }
 }
 
 bool AllEqual(MPI_Comm comm, uint64_t value) {

@@ -29,6 +29,12 @@ Status BroadcastBytes(MPI_Comm comm, int root, std::span<std::byte> bytes);
 // Collective on `comm`: broadcasts a string from `root`.
 Status BroadcastString(MPI_Comm comm, int root, std::string* s);
 
+// Collective on `comm`: a barrier in which waiting ranks sleep (backing off from 20 us to 5 ms
+// between tests of a non-blocking barrier) instead of polling: ranks that wait seconds or
+// minutes for another's work (world rank 0's table build) leave the cores to it. Costs at
+// most a few milliseconds of latency; use it before long waits only.
+Status SleepyBarrier(MPI_Comm comm);
+
 // Collective on `comm`: true on every rank iff every rank passed the same value.
 bool AllEqual(MPI_Comm comm, uint64_t value);
 

@@ -31,6 +31,8 @@ Result<std::unique_ptr<SharedImage>> SharedImage::Distribute(const Grid& grid,
   }
   double write_seconds = 0;  // rank 0 writes the image into its window during step 2
   const double build_seconds = watch.Lap();
+  // The others wait here for the build without polling (every rank, whatever the outcome).
+  GRIDFEED_RETURN_IF_ERROR(SleepyBarrier(world));
   GRIDFEED_RETURN_IF_ERROR(BroadcastStatus(world, 0, built));
   GRIDFEED_RETURN_IF_ERROR(
       MpiStatus(MPI_Bcast(header, 1, MPI_UINT64_T, 0, world), "MPI_Bcast(table header)"));
@@ -100,7 +102,9 @@ Result<std::unique_ptr<SharedImage>> SharedImage::Distribute(const Grid& grid,
         MPI_Gather(&st->readers_on_node_, 1, MPI_INT, st->readers_per_node_.data(), 1, MPI_INT, 0,
                    st->leaders_comm_);
       }
-      MPI_Barrier(st->node_comm_);  // peers read only after the leader filled the window
+      // Peers read only after the leader filled the window (they sleep while it writes).
+      const Status filled = SleepyBarrier(st->node_comm_);
+      if (local.ok()) local = filled;
       MPI_Bcast(&header[1], 1, MPI_UINT64_T, 0, st->node_comm_);
       st->digest_ = header[1];
       st->bytes_ = std::span<const std::byte>(base, header[0]);

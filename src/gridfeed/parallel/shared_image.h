@@ -64,6 +64,9 @@ class SharedImage {
   // Bytes this node holds for the job (the window; 0 off the readers).
   size_t node_bytes() const { return node_bytes_; }
   int readers_on_node() const { return readers_on_node_; }
+  // The readers sharing this node's window (rank 0 = the leader that filled it); MPI_COMM_NULL
+  // off the readers. Owned by this object.
+  MPI_Comm node_comm() const { return node_comm_; }
   // Nodes holding a window (= node leaders), on every rank.
   int num_nodes() const { return num_nodes_; }
   // Readers of each node in leader order (world rank 0's node first); on world rank 0 only.
