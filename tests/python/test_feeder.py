@@ -1,0 +1,156 @@
+"""gridfeed.Feeder at one rank (1 x 1 x 1 x 1) under mpirun: fields, dtypes and shapes,
+zero-copy views, equality with `gridfeed run --dump` of the same job, end of split, ledger,
+checkpoint and resume, errors. Run by run_mpi_tests.sh (which makes the CLI's dump)."""
+import gc
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+from mpi4py import MPI
+
+import gridfeed
+
+GEOMETRY = {"micro_batch_size": 2, "global_batch_size": 4}
+
+
+def open_feeder(job, **kw):
+    return gridfeed.Feeder(comm=MPI.COMM_WORLD, config=job, **{**GEOMETRY, **kw})
+
+
+def test_fields_dtypes_shapes_and_grid(job, cli_dump):
+    with open_feeder(job) as f:
+        assert (f.dp_rank, f.tp_rank, f.pp_rank, f.cp_rank) == (0, 0, 0, 0)
+        assert f.sizes == {"dp": 1, "tp": 1, "pp": 1, "cp": 1}
+        assert f.is_first_stage and f.is_last_stage and f.is_reader
+        for name in ("world_comm", "dp_comm", "tp_comm", "pp_comm", "cp_comm"):
+            comm = getattr(f, name)
+            assert isinstance(comm, MPI.Intracomm) and comm.Get_size() == 1, name
+        assert f.num_microbatches_per_global_batch == 2
+        assert f.resumed_iteration == 0 and f.consumed_samples == 0
+        assert f.options["seq_length"] == 64 and f.options["data_parallel_size"] == 1
+        fingerprint = open(os.path.join(cli_dump, "ledger1", "dp0.tsv")).readlines()[1].split()[2]
+        assert f.fingerprint == fingerprint  # what the CLI's run fingerprinted
+        mb = f.next()
+        assert f.consumed_samples == 2
+        assert list(mb) == ["tokens", "labels", "loss_mask", "attention_mask", "position_ids"]
+        want = {"tokens": (np.int64, (2, 64)), "labels": (np.int64, (2, 64)),
+                "loss_mask": (np.float32, (2, 64)), "attention_mask": (np.bool_, (2, 1, 64, 64)),
+                "position_ids": (np.int64, (2, 64))}
+        for key, (dtype, shape) in want.items():
+            assert mb[key].dtype == dtype and mb[key].shape == shape, key
+        assert mb.sample_indices.dtype == np.int64 and list(mb.sample_indices) == [0, 1]
+        assert list(mb.sample_positions) == [0, 1]  # Megatron's order: index = position
+        assert mb.sample_positions.base is mb
+        assert mb.source_ids.shape == (2,) and set(mb.source_ids) <= {0, 1}
+        assert "tokens" in mb and "nothing" not in mb and mb.get("nothing") is None
+        with pytest.raises(KeyError):
+            mb["nothing"]
+        assert set(dict(mb)) == set(want)
+
+
+def test_equal_to_cli_run_dump(job, cli_dump):
+    d = os.path.join(cli_dump, "dump1", "rank0")
+    meta = json.load(open(os.path.join(d, "meta.json")))
+    got = {k: [] for k in meta["fields"] + ["sample_indices", "source_ids"]}
+    with open_feeder(job) as f:
+        for _ in range(3 * f.num_microbatches_per_global_batch):  # --train-iters 3
+            mb = f.next()
+            for k in meta["fields"]:
+                got[k].append(mb[k])
+            got["sample_indices"].append(mb.sample_indices)
+            got["source_ids"].append(mb.source_ids)
+    for k in meta["fields"] + ["sample_indices"]:
+        want = np.load(os.path.join(d, f"{k}.npy"))
+        ours = np.stack(got[k])
+        assert ours.shape == want.shape and np.array_equal(ours, want), k
+    ledger = [l.split("\t") for l in open(os.path.join(cli_dump, "ledger1", "dp0.tsv"))
+              if l[0].isdigit()]
+    assert [int(l[3]) for l in ledger] == list(np.concatenate(got["sample_indices"]))
+    assert [int(l[4]) for l in ledger] == list(np.concatenate(got["source_ids"]))
+
+
+def test_an_olmo_configuration_equals_cli_run_dump(cli_dump, monkeypatch):
+    golden_olmo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden", "olmo")
+    monkeypatch.chdir(golden_olmo)  # the configuration's paths are relative to it
+    d = os.path.join(cli_dump, "olmo_dump1", "rank0")
+    meta = json.load(open(os.path.join(d, "meta.json")))
+    got = {k: [] for k in meta["fields"] + ["sample_indices"]}
+    with gridfeed.Feeder(config=os.path.join(cli_dump, "olmo.yaml")) as f:
+        for _ in range(3 * f.num_microbatches_per_global_batch):  # --train-iters 3
+            mb = f.next()
+            assert sorted(mb) == sorted(meta["fields"])
+            for k in meta["fields"]:
+                got[k].append(mb[k])
+            got["sample_indices"].append(mb.sample_indices)
+    for k in got:
+        want = np.load(os.path.join(d, f"{k}.npy"))
+        ours = np.stack(got[k])
+        assert ours.shape == want.shape and np.array_equal(ours, want), k
+    with pytest.raises(gridfeed.InvalidArgument, match="use `gridfeed tables`"):
+        gridfeed.tables(config=os.path.join(cli_dump, "olmo.yaml"))
+
+
+def test_views_share_the_batch_memory_and_outlive_it(job):
+    f = open_feeder(job)
+    mb = f.next()
+    tokens = mb["tokens"]
+    assert tokens.base is mb and not tokens.flags.owndata and tokens.flags.writeable
+    t = torch.from_numpy(tokens)
+    assert t.data_ptr() == tokens.ctypes.data
+    t[0, 0] = -5  # through torch, seen in NumPy and in a fresh view of the same batch
+    assert tokens[0, 0] == -5 and mb["tokens"][0, 0] == -5
+    labels = torch.from_numpy(mb["labels"])
+    kept = labels.clone()
+    del mb, tokens
+    gc.collect()
+    for _ in range(8):  # later batches do not reuse the memory a live tensor views
+        later = f.next()
+        later["labels"][:] = 7
+    f.close()
+    assert torch.equal(labels, kept) and t[0, 0] == -5
+    with pytest.raises(gridfeed.FailedPrecondition, match="closed"):
+        f.next()
+    f.close()  # closing twice is fine
+
+
+def test_stop_iteration_at_the_end_of_the_split(job):
+    with open_feeder(job) as f:
+        assert f.split_length == 400
+        steps = sum(1 for _ in f)  # the Feeder is an iterator
+        assert steps == 400 // 2 and f.consumed_samples == 400
+        with pytest.raises(StopIteration, match="split is exhausted"):
+            f.next()
+
+
+def test_ledger_checkpoint_and_resume(job, gridfeed_bin, tmp_path):
+    ckpt = str(tmp_path / "cursor.h5")
+    with open_feeder(job, ledger=str(tmp_path / "ledger")) as f:
+        for _ in range(2 * f.num_microbatches_per_global_batch):
+            f.next()
+        f.save_checkpoint(ckpt, iteration=2)
+        after = [f.next().sample_indices.copy() for _ in range(2)]
+    with open_feeder(job, resume_from=ckpt, ledger=str(tmp_path / "ledger")) as f:
+        assert f.resumed_iteration == 2 and f.consumed_samples == 8
+        resumed = [f.next().sample_indices.copy() for _ in range(2)]
+        f.save_checkpoint(ckpt, iteration=3)
+    assert all(np.array_equal(a, b) for a, b in zip(after, resumed))
+    r = subprocess.run([gridfeed_bin, "audit", "verify", "--ledger", str(tmp_path / "ledger")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "[0, 12) consumed exactly once" in r.stdout, r.stdout + r.stderr
+    # A checkpoint of another data order is refused, naming the field.
+    with pytest.raises(gridfeed.FailedPrecondition, match="seed: 1234 -> 99"):
+        open_feeder(job, resume=ckpt, seed=99)
+
+
+def test_errors_are_their_classes(job):
+    with pytest.raises(gridfeed.NotFound, match="corpora/absent"):
+        open_feeder(job, data_path=["corpora/absent"])
+    with pytest.raises(gridfeed.InvalidArgument, match="unknown keyword 'micro_batch'"):
+        open_feeder(job, micro_batch=3)
+    with pytest.raises(gridfeed.InvalidArgument, match="--global-batch-size"):
+        open_feeder(job, global_batch_size=3)
+    with pytest.raises(gridfeed.InvalidArgument, match="'comm' must be an mpi4py"):
+        gridfeed.Feeder(comm=3, config=job)
