@@ -3,7 +3,7 @@
   olmo_commands_test.py GRIDFEED GOLDEN_OLMO_DIR
 
 Checks, each against the golden cases (never against gridfeed's own output):
-  tables  - global_indices.npy and summary.json (iter/memmap_tiny_items, global_indices/*
+  tables  - global_indices.npy and summary.json (iter cases over token files, global_indices/*
             through token files of one-token instances), an empty order is a clear error;
   samples - every field of dataset[i] for the memmap cases built from a training config and
             the direct MemMapDataset cases (arrays), out-of-range indices are errors;
@@ -107,18 +107,19 @@ def check_tables(cfg, world, want, what, want_total=None, want_device=None):
     checked["tables"] += 1
 
 
-c = load("iter", "memmap_tiny_items")
-cfg, _ = train_config_from_memmap_call(c["dataset"]["olmo_call"])
-p = c["params"]
-cfg.update(seed=p["seed"], epoch=p["epoch"], global_train_batch_size=p["global_batch_size"],
-           device_train_microbatch_size=p["device_batch_size"])
-check_tables(cfg, p["world_size"], c["global_indices"], "tables memmap_tiny_items",
-             p["total_size"], p["device_batch_size"])
-with open(os.path.join(WORK, f"t{n_cfg}", "summary.json")) as f:
-    s = json.load(f)
-for got, want in zip(s["files"], c["dataset"].get("files", [])):
-    if got["instances"] != want["instances"]:
-        fail("summary.json per-file instances differ")
+# Every iter case over a real MemMapDataset (training always shuffles, start 0, no cap).
+for name in sorted(os.listdir("cases/iter")):
+    c = load("iter", name)
+    p = c["params"]
+    if c["dataset"].get("type") != "MemMapDataset" or not p["shuffle"] or p["start_index"] \
+            or p["max_examples"] is not None:
+        continue
+    cfg, _ = train_config_from_memmap_call(c["dataset"]["olmo_call"])
+    cfg.update(seed=p["seed"], epoch=p["epoch"], global_train_batch_size=p["global_batch_size"],
+               device_train_microbatch_size=p["device_batch_size"])
+    cfg["data"]["drop_last"] = p["drop_last"]
+    check_tables(cfg, p["world_size"], c["global_indices"], f"tables iter/{name}",
+                 p["total_size"], p["device_batch_size"])
 
 
 def one_token_instances(n):
@@ -204,8 +205,9 @@ def run_case(name, workers, micro=None, consumed=0):
     runs = {r["rank"]: r for r in c["runs"] if r["num_workers"] == workers}
     streams = [rank_streams(runs[r]) for r in range(W)]
     GB = B * W
-    # Whole global batches from `consumed` that the golden epochs hold.
-    steps = (min(len(s) for s in streams) * W - consumed) // GB
+    # Global batches from `consumed` until the golden epochs are covered: the last one reaches
+    # into the next epoch, so a partial tail's order is fed (and compared) too.
+    steps = -(-(min(len(s) for s in streams) * W - consumed) // GB)
     iters = steps  # run counts iterations from 0 after --consumed-samples
     out = os.path.join(WORK, f"run_{name}_{workers}_{mbs}_{consumed}")
     args = ["mpirun", "-n", str(W), "--oversubscribe", GRIDFEED, "run", "--config",
@@ -219,7 +221,7 @@ def run_case(name, workers, micro=None, consumed=0):
             fail(f"run {name}: sample_indices {got.dtype} {got.shape}")
         first = consumed // W
         want = np.array(streams[r][first:first + got.size], dtype=np.int64)
-        if got.size != steps * B or not np.array_equal(got.reshape(-1), want):
+        if got.size != steps * B or not np.array_equal(got.reshape(-1)[:want.size], want):
             fail(f"run {name} K={workers} mbs={mbs} rank {r}: {got.reshape(-1)[:16]} vs {want[:16]}")
     checked["run"] += 1
     return c, out, runs
@@ -229,71 +231,103 @@ for name in sorted(os.listdir("cases/dataloader")):
     for K in sorted({r["num_workers"] for r in load("dataloader", name)["runs"]}):
         c, out, runs = run_case(name, K)
 
-# Micro-batches of half a device batch: the same stream.
-run_case("u16_full_tensors", 2, micro=2)
-run_case("u32_ws3_epochs_restart", 0, micro=1)
-# A restart at start_index s of epoch 2 is --consumed-samples (2 epochs + s) with K = 0.
-c = load("dataloader", "u32_ws3_epochs_restart")
-r0 = [r for r in c["runs"] if r["rank"] == 0 and r["num_workers"] == 0][0]
-total = r0["total_size"]
-for ep in r0["epochs"]:
-    if ep["start_index"]:
+DATALOADER = sorted(os.listdir("cases/dataloader"))
+# Micro-batches of one sample (any device batch): the same stream, for the most workers.
+for name in DATALOADER:
+    K = max(r["num_workers"] for r in load("dataloader", name)["runs"])
+    run_case(name, K, micro=1)
+# A restart at start_index s of epoch e (a multiple of W, K = 0, no drop_last) is
+# --consumed-samples (e - first epoch) x total_size + s.
+for name in DATALOADER:
+    c = load("dataloader", name)
+    W = c["world_size"]
+    r0 = [r for r in c["runs"] if r["rank"] == 0 and r["num_workers"] == 0]
+    if not r0 or c["train_config"]["data"].get("drop_last"):
+        continue
+    r0 = r0[0]
+    first = r0["epochs"][0]["epoch"]
+    for ep in r0["epochs"]:
         s = ep["start_index"]
-        cc, out, runs = run_case("u32_ws3_epochs_restart", 0, micro=1, consumed=2 * total + s)
-        for r in range(3):
+        if not s or s % W:
+            continue
+        consumed = (ep["epoch"] - first) * r0["total_size"] + s
+        cc, out, runs = run_case(name, 0, micro=1, consumed=consumed)
+        for r in range(W):
             rr = [x for x in c["runs"] if x["rank"] == r and x["num_workers"] == 0][0]
-            want = [i for b in [e for e in rr["epochs"] if e["start_index"] == s][0]["batches"]
-                    for i in b["index"]]
+            want = [i for e in rr["epochs"] if e["start_index"] == s and e["epoch"] == ep["epoch"]
+                    for b in e["batches"] for i in b["index"]]
             got = np.load(f"{out}/rank{r}/sample_indices.npy").reshape(-1)
             if not np.array_equal(got[:len(want)], want[:len(got)]):
-                fail(f"restart at start_index {s}, rank {r}: {got[:8]} vs {want[:8]}")
-
-# The fields of the full-tensor case: OLMo's collated batches, num_workers 0.
-c, out, runs = run_case("u16_full_tensors", 0)
-W = c["world_size"]
-for r in range(W):
-    tokens = np.load(f"{out}/rank{r}/tokens.npy")
-    labels = np.load(f"{out}/rank{r}/labels.npy")
-    loss = np.load(f"{out}/rank{r}/loss_mask.npy")
-    for j, b in enumerate(runs[r]["epochs"][0]["batches"]):
-        if "dir" not in b or b["size"] != tokens.shape[1]:
-            continue
-        d = os.path.join("cases/dataloader/u16_full_tensors", b["dir"])
-        ids = np.load(f"{d}/input_ids.npy")
-        if not np.array_equal(tokens[j], ids):
-            fail(f"run fields: rank {r} batch {j}: tokens differ from OLMo's input_ids")
-        keep = np.load(f"{d}/label_mask.npy").astype(bool)
-        keep &= np.load(f"{d}/attention_mask.npy") != 0
-        keep &= np.load(f"{d}/instance_mask.npy").astype(bool)[:, None]
-        if not np.array_equal(labels[j][:, :-1], ids[:, 1:]):
-            fail(f"run fields: rank {r} batch {j}: labels are not input_ids shifted by one")
-        if not np.array_equal(loss[j][:, :-1], keep[:, 1:].astype(np.float32)) or loss[j][:, -1].any():
-            fail(f"run fields: rank {r} batch {j}: loss mask is not OLMo's label mask")
+                fail(f"{name}: restart at start_index {s}, rank {r}: {got[:8]} vs {want[:8]}")
         checked["run"] += 1
 
-# TP and CP peers get what their DP rank reads (8 ranks: TP 2 x CP 2 x DP 2).
-c = load("dataloader", "u16_full_tensors")
+# The fields of the full-tensor cases: OLMo's collated batches.
+for name in DATALOADER:
+  c = load("dataloader", name)
+  with_dirs = [r for r in c["runs"] if any("dir" in b for e in r["epochs"] for b in e["batches"])]
+  if not with_dirs:
+    continue
+  K = with_dirs[0]["num_workers"]
+  c, out, runs = run_case(name, K)
+  W = c["world_size"]
+  for r in range(W):
+      tokens = np.load(f"{out}/rank{r}/tokens.npy")
+      labels = np.load(f"{out}/rank{r}/labels.npy")
+      loss = np.load(f"{out}/rank{r}/loss_mask.npy")
+      for j, b in enumerate(runs[r]["epochs"][0]["batches"]):
+          if "dir" not in b or b["size"] != tokens.shape[1]:
+              continue
+          d = os.path.join("cases/dataloader", name, b["dir"])
+          ids = np.load(f"{d}/input_ids.npy")
+          if not np.array_equal(tokens[j], ids):
+              fail(f"run fields: rank {r} batch {j}: tokens differ from OLMo's input_ids")
+          keep = np.load(f"{d}/label_mask.npy").astype(bool)
+          keep &= np.load(f"{d}/attention_mask.npy") != 0
+          keep &= np.load(f"{d}/instance_mask.npy").astype(bool)[:, None]
+          if not np.array_equal(labels[j][:, :-1], ids[:, 1:]):
+              fail(f"run fields: rank {r} batch {j}: labels are not input_ids shifted by one")
+          if not np.array_equal(loss[j][:, :-1], keep[:, 1:].astype(np.float32)) or loss[j][:, -1].any():
+              fail(f"run fields: rank {r} batch {j}: loss mask is not OLMo's label mask")
+          checked["run"] += 1
+
+# TP and CP peers get what their DP rank reads (TP 2 x CP 2 x DP W, W <= 2).
+grid_case = [n for n in DATALOADER if load("dataloader", n)["world_size"] <= 2
+             and load("dataloader", n)["train_config"]["model"]["max_sequence_length"] % 4 == 0]
+if not grid_case:
+    fail("no dataloader case with a world size <= 2 for the grid run")
+c = load("dataloader", grid_case[0])
+W = c["world_size"]
 cfg = json.loads(json.dumps(c["train_config"]))
-cfg["data"]["instance_filter"] = {}
-cfg["device_train_microbatch_size"] = 2
+if cfg["data"].get("instance_filter") == "default":
+    cfg["data"]["instance_filter"] = {}
+cfg["device_train_microbatch_size"] = 1
+B = cfg["device_train_batch_size"]
 streams = [rank_streams([r for r in c["runs"] if r["rank"] == d and r["num_workers"] == 0][0])
-           for d in range(2)]
+           for d in range(W)]
+iters = min(len(x) for x in streams) // B
 out = os.path.join(WORK, "grid")
-sh(["mpirun", "-n", "8", "--oversubscribe", GRIDFEED, "run", "--config", config_file(cfg),
-    "--tensor-model-parallel-size", "2", "--context-parallel-size", "2", "--train-iters", "10",
-    "--dump", out], what="OLMo run on a TP 2 x CP 2 x DP 2 grid")
-for rank in range(8):
+sh(["mpirun", "-n", str(4 * W), "--oversubscribe", GRIDFEED, "run", "--config", config_file(cfg),
+    "--tensor-model-parallel-size", "2", "--context-parallel-size", "2", "--train-iters",
+    str(iters), "--dump", out], what="OLMo run on a TP 2 x CP 2 grid")
+for rank in range(4 * W):
     dp = rank // 4  # Megatron's order tp-cp-ep-dp-pp
     got = np.load(f"{out}/rank{rank}/sample_indices.npy").reshape(-1)
-    if not np.array_equal(got, streams[dp][:got.size]) or got.size != 40:
+    if got.size != iters * B or not np.array_equal(got, streams[dp][:got.size]):
         fail(f"grid run: world rank {rank} (DP {dp}) did not get its DataLoader's stream")
 checked["run"] += 1
+
+# A corpus with three or more files for the runs below (from corpora.json, any set).
+with open("corpora/corpora.json") as f:
+    CORPORA = json.load(f)
+name, corpus = max(CORPORA.items(), key=lambda kv: sum(x["tokens"] for x in kv[1]["files"]))
+FILES = ["corpora/" + x["path"] for x in corpus["files"]]
+DTYPE = corpus["spec"]["dtype"]
 
 # Accounting by data.datasets label: what the ledger consumed, per label.
 cfg = {"seed": 3, "global_train_batch_size": 4, "device_train_microbatch_size": 2,
        "model": {"max_sequence_length": 128},
-       "data": {"datasets": {"web": ["corpora/u16/part-000.npy"],
-                             "books": ["corpora/u16/part-001.npy", "corpora/u16/part-003.npy"]}}}
+       "data": {"memmap_dtype": DTYPE,
+                "datasets": {"web": [FILES[0]], "books": [FILES[1], FILES[2]]}}}
 ledger = os.path.join(WORK, "acc")
 sh(["mpirun", "-n", "2", "--oversubscribe", GRIDFEED, "run", "--config", config_file(cfg),
     "--train-iters", "6", "--ledger", ledger], what="OLMo run with data.datasets")
@@ -301,9 +335,9 @@ acc = json.loads(sh([GRIDFEED, "audit", "accounting", "--ledger", ledger, "--jso
                     what="accounting", stdout_only=True))
 if [a["source"] for a in acc] != ["books", "web"] or sum(a["samples"] for a in acc) != 24:
     fail(f"accounting by label: {acc}")
-# The golden memmap case build_from_datasets_dict fixes the instance ranges: books (sorted
-# first) are part-001 and part-003 at chunk 512; recount here at chunk 128 from file sizes.
-books = sum(os.path.getsize(f"corpora/u16/{p}") // 2 // 128 for p in ("part-001.npy", "part-003.npy"))
+# Labels are sorted (books before web), so books' instances come first (file sizes / chunk).
+size = 4 if DTYPE == "uint32" else 2
+books = sum(os.path.getsize(p) // size // 128 for p in (FILES[1], FILES[2]))
 counted = {"books": 0, "web": 0}
 for f in os.listdir(ledger):
     for line in open(os.path.join(ledger, f)):
@@ -315,9 +349,12 @@ if {a["source"]: a["samples"] for a in acc} != counted:
 checked["run"] += 1
 
 # ---------------------------------------------------------------- kill and resume
+# 2 ranks, device batch 2: an epoch is N / 4 iterations; the chunk makes it about 12.5.
+tokens = max(x["tokens"] for x in corpus["files"])
 cfg = {"seed": 7, "global_train_batch_size": 4, "device_train_microbatch_size": 1,
-       "model": {"max_sequence_length": 64, "eos_token_id": 50279, "pad_token_id": 1},
-       "data": {"paths": ["corpora/u16/part-001.npy"], "num_workers": 2}}
+       "model": {"max_sequence_length": max(8, tokens // 50)},
+       "data": {"paths": [FILES[[x["tokens"] for x in corpus["files"]].index(tokens)]],
+                "memmap_dtype": DTYPE, "num_workers": 2}}
 path = config_file(cfg)
 base = ["mpirun", "-n", "2", "--oversubscribe", GRIDFEED, "run", "--config", path,
         "--train-iters", "30"]
@@ -339,8 +376,7 @@ o = sh(["mpirun", "-n", "1", GRIDFEED, "run", "--config", path, "--train-iters",
 checked["resume"] += 1
 
 # ---------------------------------------------------------------- configuration errors
-bad = {"model": {"max_sequence_length": 8}, "data": {"paths": ["corpora/tiny/part-000.npy"],
-                                                     "num_wrokers": 2}}
+bad = {"model": {"max_sequence_length": 8}, "data": {"paths": [FILES[0]], "num_wrokers": 2}}
 o = sh([GRIDFEED, "tables", "--config", config_file(bad), "--out", WORK + "/x"], False, "typo")
 if "data.num_wrokers" not in o:
     fail("an unknown data key is not named: " + o)
