@@ -169,6 +169,46 @@ def test_samples_equal_the_cli(gridfeed_bin, tmp_path):
                           gridfeed.samples(np.arange(5), **DATA)["tokens"])
 
 
+OLMO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden", "olmo", "corpora")
+
+
+def olmo_config(tmp_path):
+    """An OLMo training YAML (JSON is YAML) over the golden OLMo corpus, absolute paths."""
+    files = [os.path.join(OLMO, "u16", f"part-00{k}.npy") for k in range(3)]
+    cfg = {"seed": 11, "global_train_batch_size": 4, "device_train_microbatch_size": 2,
+           "model": {"max_sequence_length": 64, "eos_token_id": 50279, "pad_token_id": 1},
+           "data": {"paths": files, "label_mask_paths": [f[:-4] + ".mask.npy" for f in files],
+                    "generate_attention_mask": True, "generate_doc_lengths": True,
+                    "instance_filter": {}}}
+    path = tmp_path / "olmo.yaml"
+    path.write_text(json.dumps(cfg))
+    return str(path)
+
+
+def test_olmo_tables_and_samples_equal_the_cli(gridfeed_bin, tmp_path):
+    config = olmo_config(tmp_path)
+    rc, _, err = cli(gridfeed_bin, "tables", "--config", config, "--data-parallel-size", "2",
+                     "--out", str(tmp_path / "t"))
+    assert rc == 0, err
+    ours = gridfeed.tables(config=config, data_parallel_size=2)
+    want = np.load(tmp_path / "t" / "global_indices.npy")
+    assert ours["global_indices"].dtype == want.dtype == np.uint32
+    assert np.array_equal(ours["global_indices"], want)
+    assert ours["summary"] == json.load(open(tmp_path / "t" / "summary.json"))
+    rc, _, err = cli(gridfeed_bin, "samples", "--config", config, "--positions", "0:4,-1,7",
+                     "--out", str(tmp_path / "s"))
+    assert rc == 0, err
+    got = gridfeed.samples([0, 1, 2, 3, -1, 7], config=config)
+    names = sorted(f[:-4] for f in os.listdir(tmp_path / "s") if f.endswith(".npy"))
+    assert names == sorted(k for k in got if k != "metadata") and "doc_lens_flat" in names
+    for name in names:
+        w = np.load(tmp_path / "s" / f"{name}.npy")
+        assert got[name].dtype == w.dtype and np.array_equal(got[name], w), name
+    assert got["metadata"] == json.load(open(tmp_path / "s" / "metadata.json"))
+    with pytest.raises(gridfeed.OutOfRange, match="out of bounds"):
+        gridfeed.samples([10**6], config=config)
+
+
 def records_of(tsv):
     rows = [l.split("\t") for l in open(tsv).read().splitlines()[1:]]
     return [tuple(int(x) for x in r[:8]) + (int(r[8], 16),) for r in rows]

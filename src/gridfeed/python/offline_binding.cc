@@ -12,6 +12,7 @@
 #include "gridfeed/audit/replay.h"
 #include "gridfeed/config/canonical.h"
 #include "gridfeed/order/megatron_pipeline.h"
+#include "gridfeed/order/olmo_outputs.h"
 #include "gridfeed/order/pipeline.h"
 #include "gridfeed/python/errors.h"
 #include "gridfeed/python/kwargs.h"
@@ -34,12 +35,57 @@ py::array View(const std::vector<T>& v, std::vector<py::ssize_t> shape, py::hand
   return py::array(py::dtype::of<T>(), std::move(shape), v.data(), owner);
 }
 
-// OLMo's offline outputs are written by the command only (apps/gridfeed/olmo_outputs.h).
-Status OlmoNotOffered(const std::string& function, const std::string& command) {
-  return InvalidArgument(function +
-                         ": an OLMo order (--olmo-paths) is not offered here yet; "
-                         "use `gridfeed " +
-                         command + "`");
+// A vector moved into a NumPy array of `shape` that owns it.
+template <typename T>
+py::array Owned(std::vector<T>&& v, std::vector<py::ssize_t> shape) {
+  auto* holder = new std::vector<T>(std::move(v));
+  py::capsule owner(holder, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  return py::array(py::dtype::of<T>(), std::move(shape), holder->data(), owner);
+}
+
+py::object JsonLoads(const std::string& text) {
+  return py::module_::import("json").attr("loads")(text);
+}
+
+// OLMo: as `gridfeed tables` writes them, global_indices (uint32) and summary.json's fields.
+py::dict OlmoTablesDict(const config::JobOptions& o) {
+  Result<order::OlmoTables> t = Status();
+  {
+    py::gil_scoped_release release;
+    t = order::BuildOlmoTables(o);
+  }
+  ThrowIfError(t.status());
+  py::dict out;
+  const auto n = static_cast<py::ssize_t>(t->global_indices.size());
+  out["summary"] = JsonLoads(t->summary_json);
+  out["global_indices"] = Owned(std::move(t->global_indices), {n});
+  return out;
+}
+
+// OLMo: as `gridfeed samples` writes them, dataset[i]'s configured fields and metadata.
+py::dict OlmoSamplesDict(const config::JobOptions& o, const std::vector<int64_t>& indices) {
+  Result<order::OlmoItems> r = Status();
+  {
+    py::gil_scoped_release release;
+    r = order::ReadOlmoItems(o, indices);
+  }
+  ThrowIfError(r.status());
+  order::OlmoItems& it = *r;
+  const auto n = static_cast<py::ssize_t>(it.index.size());
+  const auto L = static_cast<py::ssize_t>(it.seq_length);
+  py::dict out;
+  out["metadata"] = JsonLoads(it.metadata_json);
+  out["index"] = Owned(std::move(it.index), {n});
+  out["input_ids"] = Owned(std::move(it.input_ids), {n, L});
+  if (it.has_label_mask) out["label_mask"] = Owned(std::move(it.label_mask), {n, L});
+  if (it.has_attention_mask) out["attention_mask"] = Owned(std::move(it.attention_mask), {n, L});
+  if (it.has_instance_mask) out["instance_mask"] = Owned(std::move(it.instance_mask), {n});
+  if (it.has_doc_lens) {
+    const auto flat = static_cast<py::ssize_t>(it.doc_lens_flat.size());
+    out["doc_lens_flat"] = Owned(std::move(it.doc_lens_flat), {flat});
+    out["doc_lens_offsets"] = Owned(std::move(it.doc_lens_offsets), {n + 1});
+  }
+  return out;
 }
 
 py::object Optional(const std::optional<int64_t>& v) {
@@ -52,7 +98,7 @@ py::dict Tables(const py::kwargs& kwargs) {
   const config::JobOptions o =
       Resolve("gridfeed.tables", kwargs,
               {config::Group::kData, config::Group::kGrid, config::Group::kBatch});
-  if (o.data.is_olmo()) ThrowIfError(OlmoNotOffered("gridfeed.tables", "tables"));
+  if (o.data.is_olmo()) return OlmoTablesDict(o);
   Result<order::BuiltDatasets> built = Status();
   {
     py::gil_scoped_release release;
@@ -147,8 +193,8 @@ std::vector<int64_t> Positions(const py::object& positions) {
 py::dict Samples(const py::object& positions, const py::kwargs& kwargs) {
   const config::JobOptions o =
       Resolve("gridfeed.samples", kwargs, {config::Group::kData, config::Group::kSplitName});
-  if (o.data.is_olmo()) ThrowIfError(OlmoNotOffered("gridfeed.samples", "samples"));
   const std::vector<int64_t> pos = Positions(positions);
+  if (o.data.is_olmo()) return OlmoSamplesDict(o, pos);  // instance indices, negative allowed
   const std::string& name = o.feed.split_name;
   order::Split split = order::Split::kTrain;
   for (int i = 0; i < 3; ++i) {
