@@ -1,7 +1,8 @@
 // gridfeed audit: offline answers to "what did step N read?" (no MPI, no GPU).
 //   replay      recompute the records of steps A:B from a config (or a ledger's config)
 //   verify      recompute a ledger from its own config, prove exactly-once consumption
-//   accounting  per-source samples, tokens, shares and epochs (text, --json, --plot SVG)
+//   accounting  per-source samples, tokens, shares and epochs, per stage of a mixture schedule
+//               too (text, --json, --plot SVG)
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -187,6 +188,17 @@ std::string Svg(const audit::Accounting& acc) {
       "<line x1='50' y1='310' x2='50' y2='40' stroke='black'/>\n";
   svg += "<text x='560' y='330' font-size='11'>iteration " + std::to_string(max_iter) +
          "</text><text x='5' y='45' font-size='11'>" + std::to_string(max_tokens) + "</text>\n";
+  // Stage boundaries: a dashed line at the first iteration that read each later stage.
+  for (size_t i = 1; i < acc.stages.size(); ++i) {
+    const auto& st = acc.stages[i];
+    if (st.first_iteration < 0) continue;
+    const std::string x = std::to_string(
+        pad + (w - 2 * pad + 10) * static_cast<double>(st.first_iteration) / max_iter);
+    svg += "<line class='stage-boundary' x1='" + x + "' y1='310' x2='" + x +
+           "' y2='40' stroke='gray' stroke-dasharray='4,3'/><text x='" + x +
+           "' y='37' font-size='10' fill='gray'>" + XmlEscape(st.name) + " (iteration " +
+           std::to_string(st.first_iteration) + ")</text>\n";
+  }
   for (size_t k = 0; k < acc.series.size(); ++k) {
     std::string pts;
     for (size_t i = 0; i < acc.series[k].size(); ++i) {
@@ -209,13 +221,30 @@ Status RunAccounting(const AuditArgs& a) {
   GRIDFEED_ASSIGN_OR_RETURN(auto acc, audit::Account(ledger, a.until));
   if (a.json) {
     nlohmann::json j = nlohmann::json::array();
-    for (const auto& s : acc.sources) {
+    for (size_t k = 0; k < acc.sources.size(); ++k) {
+      const auto& s = acc.sources[k];
       j.push_back({{"source", s.prefix},
                    {"target_weight", s.weight},
                    {"samples", s.samples},
                    {"tokens", s.tokens},
                    {"share", s.share},
                    {"epochs", s.epochs}});
+      if (acc.stages.empty()) continue;
+      nlohmann::json stages = nlohmann::json::array();
+      for (const auto& st : acc.stages) {
+        const auto& c = st.sources[k];
+        stages.push_back({{"stage", st.name},
+                          {"begin", st.begin},
+                          {"end", st.end},
+                          {"reached", st.reached},
+                          {"first_iteration", st.first_iteration},
+                          {"target", c.target},
+                          {"samples", c.samples},
+                          {"tokens", c.tokens},
+                          {"share", c.share},
+                          {"epochs", c.epochs}});
+      }
+      j.back()["stages"] = std::move(stages);
     }
     std::printf("%s\n", j.dump(2).c_str());
   } else {
@@ -224,6 +253,24 @@ Status RunAccounting(const AuditArgs& a) {
     for (const auto& s : acc.sources) {
       std::printf("%-40s %10.4f %10.4f %12lld %10lld %10.4f\n", s.prefix.c_str(), s.weight, s.share,
                   static_cast<long long>(s.tokens), static_cast<long long>(s.samples), s.epochs);
+    }
+    for (const auto& st : acc.stages) {
+      std::printf("\nstage '%s': positions [%lld, %lld), ", st.name.c_str(),
+                  static_cast<long long>(st.begin), static_cast<long long>(st.end));
+      if (st.first_iteration < 0) {
+        std::printf("not reached (targets over the whole stage)\n");
+      } else {
+        std::printf("read [%lld, %lld) from iteration %lld\n", static_cast<long long>(st.begin),
+                    static_cast<long long>(st.reached), static_cast<long long>(st.first_iteration));
+      }
+      std::printf("  %-38s %10s %10s %12s %10s %10s\n", "source", "target", "share", "tokens",
+                  "samples", "epochs");
+      for (size_t k = 0; k < acc.sources.size(); ++k) {
+        const auto& c = st.sources[k];
+        std::printf("  %-38s %10.4f %10.4f %12lld %10lld %10.4f\n", acc.sources[k].prefix.c_str(),
+                    c.target, c.share, static_cast<long long>(c.tokens),
+                    static_cast<long long>(c.samples), c.epochs);
+      }
     }
   }
   if (!a.plot.empty()) {
@@ -252,7 +299,8 @@ Runner RegisterAudit(CLI::App& app) {
   accounting->add_option("--ledger", a->ledger)->required();
   accounting->add_option("--until-step", a->until, "Count iterations before this one");
   accounting->add_flag("--json", a->json);
-  accounting->add_option("--plot", a->plot, "SVG of consumed tokens per source over steps");
+  accounting->add_option("--plot", a->plot,
+                         "SVG of consumed tokens per source over steps (stage boundaries dashed)");
   return [=]() -> Status {
     if (replay->parsed()) return RunReplay(*a, *flags);
     if (verify->parsed()) return RunVerify(*a);

@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +17,7 @@
 
 #include "gridfeed/audit/ledger.h"
 #include "gridfeed/config/flags.h"
+#include "gridfeed/config/mixture_schedule.h"
 #include "gridfeed/core/parse.h"
 #include "gridfeed/feed/feeder.h"
 #include "gridfeed/feed/payload.h"
@@ -70,6 +72,21 @@ torch::Tensor Tensor64(const std::vector<int64_t>& v, int64_t b, int64_t s) {
 void CheckTpPeers(const feed::MicroBatch& mb, const parallel::Grid& g) {
   if (!parallel::AllEqual(g.tp_comm(), mb.Digest()))
     Fail("TP peers received different micro-batches");
+}
+
+// The order's source names, by source id: a mixture schedule's sources, or the prefixes of
+// --data-path (Megatron's "[W1] P1 [W2 P2 ...]"). One name: the order is not a blend.
+std::vector<std::string> SourceNames(const config::DataOptions& d) {
+  std::vector<std::string> names;
+  if (!d.mixture_schedule.empty()) {
+    auto schedule = config::ParseMixtureSchedule(d.mixture_schedule);
+    if (!schedule.ok()) Fail("--mixture-schedule: " + schedule.status().ToString());
+    for (const auto& s : schedule->sources) names.push_back(s.name);
+    return names;
+  }
+  if (d.data_path.size() == 1) return d.data_path;
+  for (size_t i = 1; i < d.data_path.size(); i += 2) names.push_back(d.data_path[i]);
+  return names;
 }
 
 uint64_t ParamHash(Stage& stage) {
@@ -167,9 +184,13 @@ int Run(const Args& a, const config::OptionFlags& flags) {
   const int64_t micro = feeder.num_microbatches_per_global_batch();
   const int64_t B = options.batch.micro_batch_size, S = mc.seq_length, D = mc.d_model;
   MPI_Comm pp = g.pp_comm();
+  // Per-source loss (a blend of several sources): each sample's loss, averaged per source id.
+  const std::vector<std::string> source_names = SourceNames(options.data);
+  const size_t num_sources = source_names.size() > 1 ? source_names.size() : 0;
   for (int64_t step = feeder.resumed_iteration(); step < train_iters; ++step) {
     opt.zero_grad();
     std::vector<torch::Tensor> outs, ins, losses;
+    std::vector<double> source_loss(2 * num_sources, 0.0);  // sums, then sample counts
     for (int64_t m = 0; m < micro; ++m) {
       auto mb = feeder.Next();
       if (!mb.ok()) Fail(mb.status().ToString());
@@ -203,6 +224,22 @@ int Run(const Args& a, const config::OptionFlags& flags) {
         auto mask = Reassemble(
             torch::from_blob(mb->loss_mask.data(), {B, local}, torch::kFloat).clone(), g);
         losses.push_back(MaskedLoss(x, labels, mask) / static_cast<double>(micro));
+        if (num_sources > 0) {
+          if (mb->source_ids.size() != static_cast<size_t>(B)) {
+            Fail("a micro-batch for the loss carries " + std::to_string(mb->source_ids.size()) +
+                 " source ids for " + std::to_string(B) + " samples");
+          }
+          auto per_sample = PerSampleLoss(x, labels, mask);
+          for (int64_t i = 0; i < B; ++i) {
+            const int64_t id = mb->source_ids[static_cast<size_t>(i)];
+            if (id < 0 || static_cast<size_t>(id) >= num_sources) {
+              Fail("source id " + std::to_string(id) + " outside the " +
+                   std::to_string(num_sources) + " sources of the order");
+            }
+            source_loss[static_cast<size_t>(id)] += per_sample[i].item<double>();
+            source_loss[num_sources + static_cast<size_t>(id)] += 1.0;
+          }
+        }
       } else {
         auto h = x.detach().contiguous();
         MPI_Send(h.data_ptr(), static_cast<int>(h.numel()), MPI_FLOAT, 1, 0, pp);
@@ -237,11 +274,30 @@ int Run(const Args& a, const config::OptionFlags& flags) {
       for (auto& l : losses) loss += l.item<double>();
       MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, g.dp_comm());
       loss /= static_cast<double>(g.dp_size());
+      if (num_sources > 0) {
+        MPI_Allreduce(MPI_IN_PLACE, source_loss.data(), static_cast<int>(source_loss.size()),
+                      MPI_DOUBLE, MPI_SUM, g.dp_comm());
+      }
       if (logger) {
-        std::printf("step %lld loss %.6f\n", static_cast<long long>(step + 1), loss);
+        // Per source: "name=loss" (nan when the step drew no sample of it) and its samples.
+        std::string shown, logged;
+        for (size_t k = 0; k < num_sources; ++k) {
+          const double n = source_loss[num_sources + k];
+          const double v = n > 0 ? source_loss[k] / n : std::nan("");
+          char buf[160];
+          std::snprintf(buf, sizeof(buf), "  %s %.4f (%lld)", source_names[k].c_str(), v,
+                        static_cast<long long>(n));
+          shown += buf;
+          std::snprintf(buf, sizeof(buf), "\t%s=%.17g\t%s_samples=%lld", source_names[k].c_str(), v,
+                        source_names[k].c_str(), static_cast<long long>(n));
+          logged += buf;
+        }
+        std::printf("step %lld loss %.6f%s\n", static_cast<long long>(step + 1), loss,
+                    shown.c_str());
         std::fflush(stdout);
         if (log) {
-          std::fprintf(log, "%lld\t%.17g\n", static_cast<long long>(step + 1), loss);
+          std::fprintf(log, "%lld\t%.17g%s\n", static_cast<long long>(step + 1), loss,
+                       logged.c_str());
           std::fflush(log);
         }
       }
@@ -309,7 +365,9 @@ int main(int argc, char** argv) {
   gridfeed::config::OptionFlags flags(&app, gridfeed::config::Groups::All());
   app.add_option("--save", a.save_dir, "Checkpoint folder");
   app.add_option("--load", a.load_dir, "Resume from the latest checkpoint in this folder");
-  app.add_option("--loss-log", a.loss_log, "Append 'step<TAB>loss' lines (logging rank)");
+  app.add_option("--loss-log", a.loss_log,
+                 "Append 'step<TAB>loss' lines (logging rank); a blend adds "
+                 "'<TAB>NAME=loss<TAB>NAME_samples=n' per source");
   app.add_option("--testing-kill-after-step", a.kill_after_step)->group("");
   app.add_option("--lr", a.lr);
   app.add_option("--layers", a.layers);

@@ -49,4 +49,16 @@ torch::Tensor MaskedLoss(const torch::Tensor& logits, const torch::Tensor& label
   return (per_token * mask).sum() / mask.sum().clamp_min(1.0);
 }
 
+torch::Tensor PerSampleLoss(const torch::Tensor& logits, const torch::Tensor& labels,
+                            const torch::Tensor& loss_mask) {
+  torch::NoGradGuard no_grad;
+  const int64_t b = labels.size(0), s = labels.size(1);
+  auto flat = logits.detach().transpose(0, 1).reshape({-1, logits.size(2)});  // [B*S, V]
+  auto per_token = torch::nn::functional::cross_entropy(
+                       flat, labels.reshape({-1}),
+                       torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone))
+                       .reshape({b, s});
+  return (per_token * loss_mask).sum(1) / loss_mask.sum(1).clamp_min(1.0);
+}
+
 }  // namespace gridfeed::toy

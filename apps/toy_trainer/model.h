@@ -38,5 +38,9 @@ TORCH_MODULE(Stage);
 // Mean cross entropy over tokens whose loss_mask is 1. logits [S, B, V], labels/mask [B, S].
 torch::Tensor MaskedLoss(const torch::Tensor& logits, const torch::Tensor& labels,
                          const torch::Tensor& loss_mask);
+// Each sample's mean cross entropy over its masked-in tokens, [B] (0 for a sample without any).
+// For logging: computed without gradients.
+torch::Tensor PerSampleLoss(const torch::Tensor& logits, const torch::Tensor& labels,
+                            const torch::Tensor& loss_mask);
 
 }  // namespace gridfeed::toy

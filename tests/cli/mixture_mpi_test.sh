@@ -61,6 +61,52 @@ done
   || { cat "$WORK/verify.out"; fail "audit verify"; }
 echo "kill + resume across the stage boundary: ledger equals the uninterrupted one"
 
+# audit accounting per stage: each stage's per-source counts are the ledger's records counted by
+# position against the schedule's boundaries (96 samples per stage), the targets are the written
+# weights (anneal: a 32-sample ramp from main's weights), and the plot marks the boundary at
+# iteration 96 / 16 = 6.
+"$GRIDFEED" audit accounting --ledger "$WORK/full" --plot "$WORK/acc.svg" > "$WORK/acc.txt" \
+  || { cat "$WORK/acc.txt"; fail "audit accounting"; }
+grep -q "stage 'anneal': positions \[96, 192), read \[96, 192) from iteration 6" "$WORK/acc.txt" \
+  || { cat "$WORK/acc.txt"; fail "accounting: no per-stage table"; }
+"$GRIDFEED" audit accounting --ledger "$WORK/full" --json > "$WORK/acc.json" \
+  || fail "audit accounting --json"
+/usr/bin/python3 - "$WORK" <<'PY' || fail "per-stage accounting"
+import glob, json, sys
+w = sys.argv[1]
+names = ["u16", "i32", "multi"]
+counts = [[0, 0, 0], [0, 0, 0]]  # stage -> source -> samples, from the records
+first_iteration = [None, None]
+for f in glob.glob(f"{w}/full/dp*.tsv"):
+    for line in open(f):
+        if line.startswith("#") or line.startswith("iteration"):
+            continue
+        it, _, _, pos, ds = (int(x) for x in line.split("\t")[:5])
+        st = 0 if pos < 96 else 1
+        counts[st][ds] += 1
+        if first_iteration[st] is None or it < first_iteration[st]:
+            first_iteration[st] = it
+main = {"u16": 0.6, "i32": 0.3, "multi": 0.1}
+anneal = {"u16": 0.2, "i32": 0.3, "multi": 0.5}
+ramped = {k: (32 * (main[k] + anneal[k]) / 2 + 64 * anneal[k]) / 96 for k in names}
+acc = json.load(open(f"{w}/acc.json"))
+assert [a["source"] for a in acc] == names, acc
+for k, a in enumerate(acc):
+    got = [(s["stage"], s["begin"], s["end"], s["samples"], s["tokens"]) for s in a["stages"]]
+    want = [("main", 0, 96, counts[0][k], 64 * counts[0][k]),
+            ("anneal", 96, 192, counts[1][k], 64 * counts[1][k])]
+    assert got == want, (a["source"], got, want)
+    for s, c, t in zip(a["stages"], counts, (main, ramped)):
+        assert abs(s["share"] - c[k] / sum(c)) < 1e-12, (a["source"], s)
+        assert abs(s["target"] - t[a["source"]]) < 1e-9, (a["source"], s, t)
+        assert abs(c[k] - 96 * s["target"]) <= 2, (a["source"], s)
+assert sum(map(sum, counts)) == 192, counts
+assert first_iteration == [0, 6], first_iteration
+svg = open(f"{w}/acc.svg").read()
+assert svg.count("class='stage-boundary'") == 1 and "anneal (iteration 6)" in svg, svg
+print("per-stage accounting: counts, shares and targets match the ledger and the schedule")
+PY
+
 # Amendments, resumed from the checkpoint at iteration 5 (sample 80, stage 'main').
 A=(--micro-batch-size 2 --global-batch-size 16 --train-iters 12 --save "$WORK/amended.h5")
 if mpirun -n 4 --oversubscribe "$GRIDFEED" run --config "$WORK/future.yaml" "${A[@]}" \

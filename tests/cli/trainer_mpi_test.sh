@@ -2,7 +2,9 @@
 # The toy trainer fed by gridfeed under mpirun: the loss goes down; a run killed with SIGKILL
 # after its checkpoint at step K and resumed to 2K has bitwise the same losses for K+1..2K and
 # the same final parameters as an uninterrupted 2K run, at TP2 x PP2 x CP1 x DP2 and
-# TP1 x PP2 x CP2 x DP2; resuming at another DP size continues the global sample sequence.
+# TP1 x PP2 x CP2 x DP2; resuming at another DP size continues the global sample sequence; on a
+# mixture schedule the loss log carries each source's loss and samples per step, whose counts are
+# the ledger's and whose sample-weighted mean is the step's loss.
 set -euo pipefail
 TRAINER=$(realpath "$1")
 ROOT=$(realpath "$2")
@@ -76,5 +78,49 @@ assert full == cut, "the DP-4 resume read other samples than the uninterrupted r
 losses = [float(l.split("\t")[1]) for l in open(f"{d}/dp4.tsv") if not l.startswith("params")]
 assert len(losses) == 4 and all(x == x for x in losses), losses
 print("resume at DP 4: same global sample sequence, trained on:", ", ".join(f"{x:.3f}" for x in losses))
+PY
+
+# Per-source loss on a two-stage mixture with a ramp (the KJV store under two names; the last
+# pipeline stage, which computes the loss, gets the source ids).
+d="$WORK/mix"
+mkdir -p "$d"
+cat > "$d/mix.yaml" <<YAML
+seq-length: 64
+split: "98,2,0"
+vocab-size: 8000
+eod-id: 2
+sources: {law: $WORK/kjv/kjv_text_document, prophets: $WORK/kjv/kjv_text_document}
+schedule:
+  - {name: main, samples: 48, mixture: {law: 0.75, prophets: 0.25}}
+  - {name: anneal, samples: 48, mixture: {law: 0.25, prophets: 0.75}, ramp_samples: 16}
+YAML
+mpirun -n 8 --oversubscribe -x OPENBLAS_NUM_THREADS -x OMP_NUM_THREADS "$TRAINER" \
+  --config "$d/mix.yaml" --micro-batch-size 4 --global-batch-size 16 --d-model 64 --lr 3e-3 \
+  --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --train-iters 6 \
+  --ledger "$d/ledger" --loss-log "$d/loss.tsv" > "$d/train.out" 2>&1 \
+  || { cat "$d/train.out"; fail "mixture run"; }
+grep -q "law .* prophets " "$d/train.out" || { cat "$d/train.out"; fail "no per-source loss shown"; }
+/usr/bin/python3 - "$d" <<'PY' || fail "per-source loss log"
+import glob, math, sys
+d = sys.argv[1]
+ledger = {}  # iteration -> samples per source, from the ledger's records
+for f in glob.glob(f"{d}/ledger/dp*.tsv"):
+    for line in open(f):
+        if line.startswith("#") or line.startswith("iteration"):
+            continue
+        cols = line.split("\t")
+        c = ledger.setdefault(int(cols[0]), [0, 0])
+        c[int(cols[4])] += 1
+rows = [l.rstrip("\n").split("\t") for l in open(f"{d}/loss.tsv") if l[0].isdigit()]
+assert len(rows) == 6, rows
+for r in rows:
+    step, total, kv = int(r[0]), float(r[1]), dict(c.split("=") for c in r[2:])
+    assert set(kv) == {"law", "law_samples", "prophets", "prophets_samples"}, kv
+    n = [int(kv["law_samples"]), int(kv["prophets_samples"])]
+    assert n == ledger[step - 1], (step, n, ledger[step - 1])
+    losses = [float(kv["law"]), float(kv["prophets"])]
+    mean = sum(l * k for l, k in zip(losses, n) if k) / sum(n)
+    assert math.isclose(mean, total, rel_tol=1e-4), (step, losses, n, total)
+print("per-source loss: counts equal the ledger's, weighted mean equals the loss at every step")
 PY
 echo "toy trainer: ok"

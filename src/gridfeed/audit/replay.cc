@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "gridfeed/config/canonical.h"
+#include "gridfeed/order/mixture_pipeline.h"
 
 namespace gridfeed::audit {
 
@@ -278,6 +279,58 @@ Result<VerifyReport> Verify(const Ledger& ledger) {
   return report;
 }
 
+namespace {
+
+// Per stage of the ledger's mixture schedule: each record counts in the stage of its position;
+// the targets are the schedule's cumulative targets over the positions the ledger covered.
+Result<std::vector<StageAccount>> AccountStages(const Ledger& ledger, const config::JobOptions& o,
+                                                int64_t until,
+                                                const std::vector<order::SourceInfo>& sources,
+                                                int64_t seq_length) {
+  GRIDFEED_ASSIGN_OR_RETURN(const order::MixtureLayout layout, order::LayoutMixture(o));
+  GRIDFEED_ASSIGN_OR_RETURN(const order::ScheduledBlend blend, order::MixtureBlend(o, layout));
+  const size_t n = sources.size(), num_stages = layout.schedule.stages.size();
+  std::vector<StageAccount> out(num_stages);
+  for (size_t i = 0; i < num_stages; ++i) {
+    out[i].name = layout.schedule.stages[i].name;
+    out[i].begin = out[i].reached = layout.stage_begin[i];
+    out[i].end = layout.stage_begin[i + 1];
+    out[i].sources.resize(n);
+  }
+  for (const auto& e : ledger.entries) {
+    if (until >= 0 && e.record.iteration >= until) continue;
+    const auto i = static_cast<size_t>(layout.StageAt(e.record.position));
+    auto& st = out[i];
+    ++st.sources[static_cast<size_t>(e.record.dataset)].samples;
+    st.reached = std::max(st.reached, std::min(st.end, e.record.position + 1));
+    if (st.first_iteration < 0 || e.record.iteration < st.first_iteration) {
+      st.first_iteration = e.record.iteration;
+    }
+  }
+  std::vector<int64_t> cumulative(n, 0);
+  for (auto& st : out) {
+    int64_t total = 0;
+    for (const auto& s : st.sources) total += s.samples;
+    // The target over what was covered (the whole stage when it was not reached).
+    const int64_t hi = st.reached > st.begin ? st.reached : st.end;
+    for (size_t k = 0; k < n; ++k) {
+      auto& s = st.sources[k];
+      s.tokens = s.samples * seq_length;
+      s.share = total ? static_cast<double>(s.samples) / static_cast<double>(total) : 0;
+      s.target = (order::CumulativeTarget(blend.segments, k, hi) -
+                  order::CumulativeTarget(blend.segments, k, st.begin)) /
+                 static_cast<double>(hi - st.begin);
+      cumulative[k] += s.samples;
+      const int64_t per_epoch = sources[k].samples_per_epoch;
+      s.epochs =
+          per_epoch ? static_cast<double>(cumulative[k]) / static_cast<double>(per_epoch) : 0;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<Accounting> Account(const Ledger& ledger, int64_t until) {
   GRIDFEED_ASSIGN_OR_RETURN(const config::JobOptions o, LedgerOptions(ledger));
   GRIDFEED_ASSIGN_OR_RETURN(auto replay, Replay::Create(o));
@@ -319,6 +372,10 @@ Result<Accounting> Account(const Ledger& ledger, int64_t until) {
     s.share = total ? static_cast<double>(s.samples) / static_cast<double>(total) : 0;
     const int64_t per_epoch = sources[k].samples_per_epoch;
     s.epochs = per_epoch ? static_cast<double>(s.samples) / static_cast<double>(per_epoch) : 0;
+  }
+  if (!o.data.mixture_schedule.empty()) {
+    GRIDFEED_ASSIGN_OR_RETURN(a.stages,
+                              AccountStages(ledger, o, until, sources, replay->seq_length()));
   }
   return a;
 }

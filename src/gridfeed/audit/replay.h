@@ -78,12 +78,32 @@ struct SourceAccount {
   double epochs = 0;  // samples / samples per epoch of the source's split
 };
 
+// One source within one stage of a mixture schedule.
+struct StageSourceAccount {
+  int64_t samples = 0;  // consumed at the stage's positions
+  int64_t tokens = 0;
+  double share = 0;   // samples / the stage's consumed samples
+  double target = 0;  // the schedule's share over the same positions (ramps and caps included)
+  double epochs = 0;  // the source's epochs consumed by the end of the stage (cumulative)
+};
+
+// A stage of a mixture schedule: positions [begin, end) of the train order; the ledger covered
+// [begin, reached) of them (reached == begin: not reached yet).
+struct StageAccount {
+  std::string name;
+  int64_t begin = 0, end = 0, reached = 0;
+  int64_t first_iteration = -1;  // the first iteration that read one of its positions
+  std::vector<StageSourceAccount> sources;
+};
+
 // Per blend source up to iteration `until` (exclusive; -1 = everything in the ledger).
-// `series[k]` is source k's cumulative tokens after each iteration.
+// `series[k]` is source k's cumulative tokens after each iteration. `stages`: per stage of a
+// mixture schedule (empty without one), by each record's position.
 struct Accounting {
   std::vector<SourceAccount> sources;
   std::vector<int64_t> iterations;
   std::vector<std::vector<int64_t>> series;
+  std::vector<StageAccount> stages;
 };
 Result<Accounting> Account(const Ledger& ledger, int64_t until);
 

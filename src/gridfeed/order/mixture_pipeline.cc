@@ -92,28 +92,53 @@ std::string CapLine(const MixtureLayout& layout, const CapEvent& e, double epoch
   return line;
 }
 
+// The sources' train parts (Megatron's --split arithmetic, legacy default included).
+Result<SplitMatrix> MixtureSplit(const DatasetConfig& c) {
+  const std::string split_text = c.split.value_or("969, 30, 1");
+  if (!c.split) log::Warn("no --split given: using Megatron's legacy default \"969, 30, 1\"");
+  GRIDFEED_ASSIGN_OR_RETURN(auto vec, ParseAndNormalizeSplit(split_text));
+  const SplitMatrix matrix = SplitVectorToMatrix(vec);
+  if (!matrix[0] || !std::isfinite(vec[0])) {
+    return InvalidArgument("--split '" + split_text + "' leaves no train part for the mixture");
+  }
+  return matrix;
+}
+
+// A source's train tokens (what temperature weights use) and its cap in samples (-1: none).
+std::pair<double, int64_t> SourceSize(const io::IndexedDataset& ds, int64_t begin, int64_t end,
+                                      const DatasetConfig& c, double max_epochs) {
+  const int64_t x = c.add_extra_token ? 1 : 0;
+  const auto lengths = ds.sequence_lengths();
+  int64_t t = 0;
+  for (int64_t i = begin; i < end; ++i) t += lengths[static_cast<size_t>(i)];
+  const int64_t per_epoch = std::max<int64_t>(0, (t - x) / c.seq_length);
+  const int64_t cap =
+      max_epochs > 0 ? static_cast<int64_t>(std::floor(max_epochs * static_cast<double>(per_epoch)))
+                     : -1;
+  return {static_cast<double>(t), cap};
+}
+
+Result<DatasetConfig> MixtureDatasetConfigOf(const config::JobOptions& o) {
+  config::DataOptions d = o.data;
+  d.mixture_schedule.clear();
+  return MegatronDatasetConfig(d);
+}
+
 class MixturePipeline final : public Pipeline {
  public:
   explicit MixturePipeline(const config::JobOptions& o) : options_(o) {}
 
   Result<std::unique_ptr<BuiltOrder>> Build() const override {
     GRIDFEED_ASSIGN_OR_RETURN(MixtureLayout layout, LayoutMixture(options_));
-    GRIDFEED_ASSIGN_OR_RETURN(DatasetConfig c, MixtureDatasetConfig());
+    GRIDFEED_ASSIGN_OR_RETURN(DatasetConfig c, MixtureDatasetConfigOf(options_));
     const auto& sources = layout.schedule.sources;
     Stopwatch clock;
-    // The sources' train parts (Megatron's --split arithmetic, legacy default included).
-    const std::string split_text = c.split.value_or("969, 30, 1");
-    if (!c.split) log::Warn("no --split given: using Megatron's legacy default \"969, 30, 1\"");
-    GRIDFEED_ASSIGN_OR_RETURN(auto vec, ParseAndNormalizeSplit(split_text));
-    const SplitMatrix matrix = SplitVectorToMatrix(vec);
-    if (!matrix[0] || !std::isfinite(vec[0])) {
-      return InvalidArgument("--split '" + split_text + "' leaves no train part for the mixture");
-    }
+    GRIDFEED_ASSIGN_OR_RETURN(const SplitMatrix matrix, MixtureSplit(c));
+    const auto& train = *matrix[0];
     SplitDataset sd;
     sd.blended = true;
     std::vector<double> tokens;
     std::vector<int64_t> caps;
-    const int64_t x = c.add_extra_token ? 1 : 0;
     for (size_t k = 0; k < sources.size(); ++k) {
       auto ds = io::IndexedDataset::Open(sources[k].path);
       if (!ds.ok()) return ds.status().WithContext("mixture source '" + sources[k].name + "'");
@@ -121,15 +146,11 @@ class MixturePipeline final : public Pipeline {
       m.prefix = sources[k].path;
       m.split = Split::kTrain;
       m.dataset = std::make_shared<const io::IndexedDataset>(std::move(ds).value());
-      std::tie(m.begin, m.end) = BookendToRange(*matrix[0], m.dataset->num_sequences());
-      const auto lengths = m.dataset->sequence_lengths();
-      int64_t t = 0;
-      for (int64_t i = m.begin; i < m.end; ++i) t += lengths[static_cast<size_t>(i)];
-      tokens.push_back(static_cast<double>(t));
-      const int64_t per_epoch = std::max<int64_t>(0, (t - x) / c.seq_length);
-      const double cap = layout.schedule.max_epochs[k];
-      caps.push_back(
-          cap > 0 ? static_cast<int64_t>(std::floor(cap * static_cast<double>(per_epoch))) : -1);
+      std::tie(m.begin, m.end) = BookendToRange(train, m.dataset->num_sequences());
+      const auto [t, cap] =
+          SourceSize(*m.dataset, m.begin, m.end, c, layout.schedule.max_epochs[k]);
+      tokens.push_back(t);
+      caps.push_back(cap);
       sd.mids.push_back(std::move(m));
     }
     const double open_s = clock.Seconds();
@@ -198,12 +219,6 @@ class MixturePipeline final : public Pipeline {
   }
 
  private:
-  Result<DatasetConfig> MixtureDatasetConfig() const {
-    config::DataOptions d = options_.data;
-    d.mixture_schedule.clear();
-    return MegatronDatasetConfig(d);
-  }
-
   config::JobOptions options_;
 };
 
@@ -272,6 +287,24 @@ std::vector<BlendStage> MixtureStages(const MixtureLayout& layout,
     out.push_back(std::move(b));
   }
   return out;
+}
+
+Result<ScheduledBlend> MixtureBlend(const config::JobOptions& o, const MixtureLayout& layout) {
+  GRIDFEED_ASSIGN_OR_RETURN(DatasetConfig c, MixtureDatasetConfigOf(o));
+  GRIDFEED_ASSIGN_OR_RETURN(const SplitMatrix matrix, MixtureSplit(c));
+  const auto& train = *matrix[0];
+  const auto& sources = layout.schedule.sources;
+  std::vector<double> tokens;
+  std::vector<int64_t> caps;
+  for (size_t k = 0; k < sources.size(); ++k) {
+    auto ds = io::IndexedDataset::Open(sources[k].path);
+    if (!ds.ok()) return ds.status().WithContext("mixture source '" + sources[k].name + "'");
+    const auto [begin, end] = BookendToRange(train, ds->num_sequences());
+    const auto [t, cap] = SourceSize(*ds, begin, end, c, layout.schedule.max_epochs[k]);
+    tokens.push_back(t);
+    caps.push_back(cap);
+  }
+  return BuildScheduledBlend(MixtureStages(layout, tokens), caps);
 }
 
 std::unique_ptr<Pipeline> MakeMixturePipeline(const config::JobOptions& options) {

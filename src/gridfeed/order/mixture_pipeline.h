@@ -43,6 +43,10 @@ Result<MixtureLayout> LayoutMixture(const config::JobOptions& o);
 std::vector<BlendStage> MixtureStages(const MixtureLayout& layout,
                                       const std::vector<double>& source_tokens);
 
+// The scheduled blend the pipeline builds for these options (opens the sources' indexes for
+// their sizes and caps): its cumulative targets are what an audit compares consumption with.
+Result<ScheduledBlend> MixtureBlend(const config::JobOptions& o, const MixtureLayout& layout);
+
 std::unique_ptr<Pipeline> MakeMixturePipeline(const config::JobOptions& options);
 
 }  // namespace gridfeed::order
