@@ -7,11 +7,6 @@
 #include "gridfeed/order/olmo_pipeline.h"
 
 namespace gridfeed::order {
-namespace {
-
-int TokenSize(const config::DataOptions& d) { return d.olmo_memmap_dtype == "uint32" ? 4 : 2; }
-
-}  // namespace
 
 Result<OlmoTables> BuildOlmoTables(const config::JobOptions& options) {
   config::JobOptions o = options;
@@ -49,9 +44,9 @@ Result<OlmoTables> BuildOlmoTables(const config::JobOptions& options) {
 
 Result<OlmoItems> ReadOlmoItems(const config::JobOptions& o, const std::vector<int64_t>& indices) {
   const auto& d = o.data;
-  GRIDFEED_ASSIGN_OR_RETURN(
-      io::OlmoTokenFiles files,
-      io::OlmoTokenFiles::Open(d.olmo_paths, d.olmo_label_mask_paths, TokenSize(d), d.seq_length));
+  GRIDFEED_ASSIGN_OR_RETURN(io::OlmoTokenFiles files,
+                            io::OlmoTokenFiles::Open(d.olmo_paths, d.olmo_label_mask_paths,
+                                                     OlmoTokenSize(d), d.seq_length));
   const int64_t n = files.size();
   for (int64_t i : indices) {  // before anything is allocated
     if (i >= n || i < -n) {
@@ -59,18 +54,7 @@ Result<OlmoItems> ReadOlmoItems(const config::JobOptions& o, const std::vector<i
                         std::to_string(n));
     }
   }
-  OlmoItemOptions io;
-  if (d.pad_id >= 0) io.pad_token_id = d.pad_id;
-  io.eos_token_id = d.eod_id;
-  io.generate_attention_mask = d.olmo_generate_attention_mask;
-  io.generate_doc_lengths = d.olmo_generate_doc_lengths;
-  if (d.olmo_instance_filter) {
-    InstanceFilter f;
-    f.repetition_max_period = d.olmo_repetition_max_period;
-    f.repetition_min_period = d.olmo_repetition_min_period;
-    f.repetition_max_count = d.olmo_repetition_max_count;
-    io.instance_filter = f;
-  }
+  const OlmoItemOptions io = OlmoItemOptionsOf(d);
   GRIDFEED_RETURN_IF_ERROR(CheckItemOptions(io));
   OlmoItems out;
   out.seq_length = d.seq_length;

@@ -23,21 +23,11 @@ constexpr int64_t kImageVersion = 1;
 constexpr int kHeaderWords = 12;
 constexpr int64_t kMaxEpochs = int64_t{1} << 16;
 
-int TokenSize(const config::DataOptions& d) { return d.olmo_memmap_dtype == "uint32" ? 4 : 2; }
+int TokenSize(const config::DataOptions& d) { return OlmoTokenSize(d); }
 
 OlmoItemOptions ItemOptions(const config::DataOptions& d) {
-  OlmoItemOptions o;
-  if (d.pad_id >= 0) o.pad_token_id = d.pad_id;
-  o.eos_token_id = d.eod_id;
-  o.generate_attention_mask = d.olmo_generate_attention_mask;
+  OlmoItemOptions o = OlmoItemOptionsOf(d);
   o.generate_doc_lengths = false;  // lengths are not part of a fed sample
-  if (d.olmo_instance_filter) {
-    InstanceFilter f;
-    f.repetition_max_period = d.olmo_repetition_max_period;
-    f.repetition_min_period = d.olmo_repetition_min_period;
-    f.repetition_max_count = d.olmo_repetition_max_count;
-    o.instance_filter = f;
-  }
   return o;
 }
 
@@ -459,6 +449,24 @@ class OlmoPipeline final : public Pipeline {
 };
 
 }  // namespace
+
+int OlmoTokenSize(const config::DataOptions& d) { return d.olmo_memmap_dtype == "uint32" ? 4 : 2; }
+
+OlmoItemOptions OlmoItemOptionsOf(const config::DataOptions& d) {
+  OlmoItemOptions o;
+  if (d.pad_id >= 0) o.pad_token_id = d.pad_id;
+  o.eos_token_id = d.eod_id;
+  o.generate_attention_mask = d.olmo_generate_attention_mask;
+  o.generate_doc_lengths = d.olmo_generate_doc_lengths;
+  if (d.olmo_instance_filter) {
+    InstanceFilter f;
+    f.repetition_max_period = d.olmo_repetition_max_period;
+    f.repetition_min_period = d.olmo_repetition_min_period;
+    f.repetition_max_count = d.olmo_repetition_max_count;
+    o.instance_filter = f;
+  }
+  return o;
+}
 
 Result<OlmoPlan> PlanOlmoOrder(const config::JobOptions& o) {
   const auto& d = o.data;

@@ -21,6 +21,7 @@
 #include "gridfeed/config/options.h"
 #include "gridfeed/core/status.h"
 #include "gridfeed/io/olmo_token_files.h"
+#include "gridfeed/order/olmo_instance.h"
 #include "gridfeed/order/olmo_order.h"
 #include "gridfeed/order/pcg64.h"
 #include "gridfeed/order/pipeline.h"
@@ -42,6 +43,11 @@ struct OlmoPlan {
   SeedWords seed;      // the train seed (data.seed or seed); epoch e shuffles with seed + e
   int64_t length = 0;  // positions: whole micro-steps (mbs x DP) over `epochs` epochs
 };
+
+// Bytes per token of the configured --olmo-memmap-dtype (2 or 4).
+int OlmoTokenSize(const config::DataOptions& options);
+// dataset[i]'s options from the --olmo-* rows, --pad-id and --eod-id.
+OlmoItemOptions OlmoItemOptionsOf(const config::DataOptions& options);
 
 // DP size from --data-parallel-size (1 when 0: offline tools), the batch sizes as resolved.
 // InvalidArgument names the flag or file; FailedPrecondition for an empty order (where OLMo

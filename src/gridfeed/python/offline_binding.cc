@@ -11,6 +11,7 @@
 
 #include "gridfeed/audit/replay.h"
 #include "gridfeed/config/canonical.h"
+#include "gridfeed/core/parse.h"
 #include "gridfeed/order/megatron_pipeline.h"
 #include "gridfeed/order/olmo_outputs.h"
 #include "gridfeed/order/pipeline.h"
@@ -272,20 +273,15 @@ std::pair<int64_t, int64_t> Steps(const py::object& steps) {
   if (py::isinstance<py::str>(steps)) {
     const std::string s = steps.cast<std::string>();
     const auto colon = s.find(':');
-    try {
-      size_t used = 0;
-      if (colon == std::string::npos) {
-        a = std::stoll(s, &used);
-        b = a + 1;
-        ok = used == s.size();
-      } else {
-        size_t used2 = 0;
-        a = std::stoll(s.substr(0, colon), &used);
-        b = std::stoll(s.substr(colon + 1), &used2);
-        ok = used == colon && used2 == s.size() - colon - 1;
-      }
-    } catch (const std::exception&) {
-      ok = false;
+    if (colon == std::string::npos) {
+      const auto n = ParseInt64(s);
+      ok = n.has_value();
+      if (ok) a = *n, b = a + 1;
+    } else {
+      const auto x = ParseInt64(std::string_view(s).substr(0, colon));
+      const auto y = ParseInt64(std::string_view(s).substr(colon + 1));
+      ok = x.has_value() && y.has_value();
+      if (ok) a = *x, b = *y;
     }
   } else if (py::isinstance<py::int_>(steps)) {
     a = steps.cast<int64_t>();
