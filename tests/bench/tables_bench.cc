@@ -2,8 +2,9 @@
 // only the .idx is real, the .bin is sparse), seq_length 4096, about 1 and 3 epochs.
 // Each phase is reported next to a floor measured on arrays of the same size in the same
 // run: one sequential write of every table and one random-access pass over the document
-// index. GRIDFEED_BENCH_DOCUMENTS sets N (default 10,000,000), GRIDFEED_BENCH_MEAN_TOKENS the
-// mean length, GRIDFEED_BENCH_SAMPLES the 1-epoch sample count.
+// index; with peak resident memory during the build next to the bytes of the tables.
+// GRIDFEED_BENCH_DOCUMENTS sets N (default 10,000,000), GRIDFEED_BENCH_MEAN_TOKENS the mean length,
+// GRIDFEED_BENCH_SAMPLES the 1-epoch sample count.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -16,6 +17,8 @@
 #include <numeric>
 #include <random>
 
+#include "gridfeed/core/memory_usage.h"
+#include "gridfeed/core/page_array.h"
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/index_file.h"
 #include "gridfeed/order/dataset_builder.h"
@@ -87,9 +90,19 @@ gridfeed::order::DatasetConfig Config(double epochs) {
   return c;
 }
 
+// Bytes of one dataset's three tables.
+double TableBytes(const gridfeed::order::GptTables& t) {
+  return static_cast<double>(t.document_index.size() * 4 + t.sample_index32.size() * 4 +
+                             t.sample_index64.size() * 8 + t.shuffle_index32.size() * 4 +
+                             t.shuffle_index64.size() * 8);
+}
+
 void BM_Build(benchmark::State& state, double epochs) {
   const auto config = Config(epochs);  // writes the corpus on first use, outside the timing
   for (auto _ : state) {
+    // Peak resident memory of this build alone (the .idx mapping included), next to the
+    // bytes of the tables it returns.
+    const bool reset = gridfeed::ResetPeakResident();
     auto t0 = Clock::now();
     auto b = gridfeed::order::BuildDatasets(config);
     if (!b.ok()) {
@@ -104,6 +117,10 @@ void BM_Build(benchmark::State& state, double epochs) {
     state.counters["sample_idx_s"] = m.times.sample_index;
     state.counters["shuffle_idx_s"] = m.times.shuffle_index;
     state.counters["open_s"] = b->seconds_open;
+    if (reset) {
+      state.counters["peak_rss_MB"] = static_cast<double>(gridfeed::PeakResidentBytes()) / 1e6;
+      state.counters["tables_MB"] = TableBytes(m.tables) / 1e6;
+    }
   }
 }
 
@@ -117,10 +134,12 @@ void BM_Floor(benchmark::State& state, double epochs) {
   const size_t ns = static_cast<size_t>(m.tables.num_samples());
   for (auto _ : state) {
     auto t0 = Clock::now();
-    std::vector<int32_t> doc(nd);
+    // The same memory the build uses (uninitialised, huge pages), each entry written once.
+    gridfeed::PageArray<int32_t> doc(nd);
     std::iota(doc.begin(), doc.end(), 0);
-    std::vector<int32_t> sample(2 * (ns + 1), 1);
-    std::vector<uint32_t> shuffle(ns);
+    gridfeed::PageArray<int32_t> sample(2 * (ns + 1));
+    std::fill(sample.begin(), sample.end(), 1);
+    gridfeed::PageArray<uint32_t> shuffle(ns);
     std::iota(shuffle.begin(), shuffle.end(), 0u);
     const double write_s = std::chrono::duration<double>(Clock::now() - t0).count();
     auto t1 = Clock::now();

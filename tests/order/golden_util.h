@@ -22,7 +22,7 @@ inline nlohmann::json ReadJson(const std::string& path) {
 
 // Adds a failure naming the file and the first differing element.
 template <typename T>
-void ExpectNpyEquals(const std::string& path, const std::vector<T>& actual,
+void ExpectNpyEquals(const std::string& path, std::span<const T> actual,
                      const std::vector<int64_t>& shape, const std::string& descr = "") {
   auto expected = io::ReadNpy(path);
   ASSERT_TRUE(expected.ok()) << expected.status().ToString();
@@ -37,6 +37,16 @@ void ExpectNpyEquals(const std::string& path, const std::vector<T>& actual,
       return;
     }
   }
+}
+template <typename T>
+void ExpectNpyEquals(const std::string& path, const std::vector<T>& actual,
+                     const std::vector<int64_t>& shape, const std::string& descr = "") {
+  ExpectNpyEquals(path, std::span<const T>(actual), shape, descr);
+}
+template <typename T>
+void ExpectNpyEquals(const std::string& path, const PageArray<T>& actual,
+                     const std::vector<int64_t>& shape, const std::string& descr = "") {
+  ExpectNpyEquals(path, std::span<const T>(actual), shape, descr);
 }
 
 }  // namespace gridfeed::testing

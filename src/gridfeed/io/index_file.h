@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 
@@ -44,7 +45,12 @@ struct IndexView {
 // full (the same device, inode, size and mtime), where the per-element pass would only repeat
 // that work.
 enum class IndexCheck { kFull, kStructure };
+// `checked`, if set, is called with each part of the pointers and document indices once the
+// full check has passed over it (16 MB at a time), so the caller can drop those pages of a
+// mapped file. (Not the lengths: every order reads them next.)
+using CheckedFn = std::function<void(std::span<const std::byte>)>;
 Result<IndexView> ParseIndex(std::span<const std::byte> bytes, const std::string& path,
-                             bool multimodal, IndexCheck check = IndexCheck::kFull);
+                             bool multimodal, IndexCheck check = IndexCheck::kFull,
+                             const CheckedFn& checked = {});
 
 }  // namespace gridfeed::io

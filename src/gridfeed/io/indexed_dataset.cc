@@ -47,7 +47,12 @@ Result<IndexedDataset> IndexedDataset::Open(const std::string& prefix, bool mult
   const std::string idx_path = prefix + ".idx";
   const std::string bin_path = prefix + ".bin";
   GRIDFEED_ASSIGN_OR_RETURN(ds.idx_, MMapFile::Open(idx_path));
-  GRIDFEED_ASSIGN_OR_RETURN(ds.view_, ParseIndex(ds.idx_.bytes(), idx_path, multimodal, check));
+  // The check passes over the whole index once; its pages are dropped behind it, so a
+  // multi-GB index is not all left resident (what the order needs is read again on demand).
+  const MMapFile& idx = ds.idx_;
+  GRIDFEED_ASSIGN_OR_RETURN(
+      ds.view_, ParseIndex(idx.bytes(), idx_path, multimodal, check,
+                           [&idx](std::span<const std::byte> part) { idx.DropPages(part); }));
   GRIDFEED_ASSIGN_OR_RETURN(ds.bin_, MMapFile::Open(bin_path));
   if (ds.bin_.size() < ds.view_.bin_bytes_needed) {
     return DataLoss("corrupt token file '" + bin_path + "': field size: expected at least " +

@@ -50,6 +50,9 @@ class IndexedDataset {
   LeSpan<int64_t> document_indices() const { return view_.document_indices; }
   LeSpan<int8_t> sequence_modes() const { return view_.sequence_modes; }
   std::span<const std::byte> index_bytes() const { return idx_.bytes(); }
+  // Drops this process's mapped copies of `part` of index_bytes() (see MMapFile::DropPages):
+  // after a pass over a large index, so it does not stay counted in resident memory.
+  void DropIndexPages(std::span<const std::byte> part) const { idx_.DropPages(part); }
   std::span<const std::byte> data_bytes() const { return bin_.bytes(); }
 
   // `length_tokens` tokens of `sequence` starting `offset_tokens` in; length -1 = to the end.

@@ -71,6 +71,16 @@ MMapFile& MMapFile::operator=(MMapFile&& other) noexcept {
 
 MMapFile::~MMapFile() { Reset(); }
 
+void MMapFile::DropPages(std::span<const std::byte> part) const {
+  static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const auto lo = reinterpret_cast<uintptr_t>(part.data());
+  const uintptr_t first = (lo + page - 1) / page * page;
+  const uintptr_t last = (lo + part.size()) / page * page;
+  if (data_ == nullptr || last <= first) return;
+  // Advice on a read-only shared mapping: it cannot change what the pages hold.
+  ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 void MMapFile::Reset() {
   if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
   data_ = nullptr;

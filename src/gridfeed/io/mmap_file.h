@@ -27,6 +27,10 @@ class MMapFile {
   std::span<const std::byte> bytes() const { return {data_, size_}; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // Unmaps this process's copies of the whole pages inside `part` (the file's page cache
+  // stays; the next access maps them again), so a pass over a large file does not leave all
+  // of it counted in resident memory. REQUIRES: `part` lies inside bytes().
+  void DropPages(std::span<const std::byte> part) const;
 
  private:
   void Reset();

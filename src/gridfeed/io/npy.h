@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gridfeed/core/page_array.h"
 #include "gridfeed/core/status.h"
 
 namespace gridfeed::io {
@@ -94,6 +95,11 @@ Status WriteNpy(const std::string& path, std::span<const T> values,
 }
 template <typename T>
 Status WriteNpy(const std::string& path, const std::vector<T>& values,
+                std::vector<int64_t> shape = {}) {
+  return WriteNpy(path, std::span<const T>(values), std::move(shape));
+}
+template <typename T>
+Status WriteNpy(const std::string& path, const PageArray<T>& values,
                 std::vector<int64_t> shape = {}) {
   return WriteNpy(path, std::span<const T>(values), std::move(shape));
 }

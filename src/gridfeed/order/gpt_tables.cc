@@ -1,6 +1,8 @@
 #include "gridfeed/order/gpt_tables.h"
 
 #include <cmath>
+#include <cstring>
+#include <latch>
 #include <limits>
 #include <span>
 #include <thread>
@@ -16,35 +18,94 @@ namespace {
 // fewer than this share of an epoch's samples.
 constexpr double kSeparateFinalEpochThreshold = 0.80;
 
-// The document index before shuffling: arange(begin, end) once per epoch.
-void FillEpochs(std::vector<int32_t>& out, int64_t begin, int64_t end, int64_t epochs) {
-  size_t at = out.size();
-  out.resize(out.size() + static_cast<size_t>((end - begin) * epochs));
-  for (int64_t e = 0; e < epochs; ++e) {
-    for (int64_t i = begin; i < end; ++i) out[at++] = static_cast<int32_t>(i);
+// A document-index entry with its sequence's length beside it: the length in the high half,
+// the id (Megatron's int32 value) in the low half. Shuffling these instead of bare ids carries
+// every length along, so the sample index reads lengths in order instead of at random.
+uint64_t Pack(int64_t id, int32_t length) {
+  return uint64_t{static_cast<uint32_t>(length)} << 32 |
+         static_cast<uint32_t>(static_cast<int32_t>(id));
+}
+int64_t LengthOf(uint64_t entry) { return static_cast<int32_t>(entry >> 32); }
+
+// The document index before shuffling, packed: arange(begin, end) once per epoch.
+PageArray<uint64_t> PackEpochs(io::LeSpan<int32_t> lengths, int64_t begin, int64_t end,
+                               int64_t epochs) {
+  const size_t n = static_cast<size_t>(end - begin);
+  PageArray<uint64_t> out(n * static_cast<size_t>(epochs));
+  for (size_t i = 0; i < n; ++i) {
+    out[i] = Pack(begin + static_cast<int64_t>(i), lengths[static_cast<size_t>(begin) + i]);
   }
+  for (int64_t e = 1; e < epochs; ++e) {
+    std::memcpy(out.data() + static_cast<size_t>(e) * n, out.data(), n * sizeof(uint64_t));
+  }
+  return out;
+}
+
+// document_index from the packed entries, written over them in place: entry i's id moves
+// from byte 8i to byte 4i, never past an entry still to be read. The freed half goes back.
+PageArray<int32_t> UnpackIds(PageArray<uint64_t>&& packed) {
+  const size_t n = packed.size();
+  auto* bytes = reinterpret_cast<std::byte*>(packed.data());
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t entry;
+    std::memcpy(&entry, bytes + 8 * i, 8);
+    const auto id = static_cast<uint32_t>(entry);
+    std::memcpy(bytes + 4 * i, &id, 4);
+  }
+  auto ids = PageArray<int32_t>::Adopt(std::move(packed), n);
+  ids.Shrink(n);
+  return ids;
 }
 
 // Consumer side of a numpy shuffle of x whose swap targets come from `draws`. (Measured:
 // with the targets known, out-of-order loads beat software prefetching here.)
-void ApplyShuffle(std::span<int32_t> x, DrawStream& draws) {
+template <typename T>
+void ApplyShuffle(std::span<T> x, DrawStream& draws) {
   for (size_t i = x.size(); i > 1; --i) std::swap(x[i - 1], x[draws.Pop()]);
 }
 
-// Producer side: the same targets numpy's shuffle of n elements draws.
+// Producer side: the same targets numpy's shuffle of n < 2^32 elements draws (all 32-bit).
 void DrawShuffle(size_t n, NumpyRandomState& rng, DrawStream& draws) {
-  // The document index has at most 2^31 - 1 entries, so every draw is a 32-bit one.
   for (size_t i = n; i > 1; --i) draws.Push(rng.Interval32(static_cast<uint32_t>(i - 1)));
 }
 
+// arange(begin, end) into out[begin, end).
 template <typename T>
-void FillAndShuffle(std::vector<T>& out, int64_t begin, int64_t end, NumpyRandomState& rng) {
-  const size_t start = out.size();
-  out.resize(start + static_cast<size_t>(end - begin));
-  for (int64_t i = begin; i < end; ++i) {
-    out[start + static_cast<size_t>(i - begin)] = static_cast<T>(i);
+void Iota(PageArray<T>& out, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) out[static_cast<size_t>(i)] = static_cast<T>(i);
+}
+
+// Megatron's build_sample_idx (helpers.cpp) over the shuffled, packed document index: n
+// samples of seq_length (+ x) tokens as [n + 1, 2] rows (position in docs, offset).
+// `out` holds 2 (n + 1) entries.
+template <typename T>
+void WalkSampleIndex(std::span<const uint64_t> docs, int64_t seq_length, int64_t n,
+                     bool add_extra_token, PageArray<T>& out) {
+  const int64_t x = add_extra_token ? 1 : 0;
+  const int64_t last = static_cast<int64_t>(docs.size()) - 1;
+  int64_t d = 0, offset = 0;
+  out[0] = 0;
+  out[1] = 0;
+  for (int64_t s = 1; s <= n; ++s) {
+    int64_t remaining = seq_length + x;
+    while (remaining != 0) {
+      const int64_t doc_length = LengthOf(docs[static_cast<size_t>(d)]) - offset;
+      remaining -= doc_length;
+      if (remaining <= 0) {
+        offset += remaining + doc_length - x;
+        remaining = 0;
+      } else {
+        if (d == last) {
+          offset = LengthOf(docs[static_cast<size_t>(d)]) - x;
+          break;
+        }
+        ++d;
+        offset = 0;
+      }
+    }
+    out[static_cast<size_t>(2 * s)] = static_cast<T>(d);
+    out[static_cast<size_t>(2 * s + 1)] = static_cast<T>(offset);
   }
-  rng.Shuffle(std::span<T>(out.data() + start, out.size() - start));
 }
 
 }  // namespace
@@ -60,59 +121,24 @@ int64_t SampleCount(int64_t num_epochs, int64_t tokens_per_epoch, int64_t seq_le
 }
 
 template <typename T>
-std::vector<T> BuildSampleIndex(io::LeSpan<int32_t> lengths,
-                                const std::vector<int32_t>& document_index, int64_t seq_length,
-                                int64_t num_epochs, int64_t tokens_per_epoch, bool drop_last,
-                                bool add_extra_token, int64_t first_sequence) {
-  const int64_t x = add_extra_token ? 1 : 0;
+PageArray<T> BuildSampleIndex(io::LeSpan<int32_t> lengths, std::span<const int32_t> document_index,
+                              int64_t seq_length, int64_t num_epochs, int64_t tokens_per_epoch,
+                              bool drop_last, bool add_extra_token) {
+  PageArray<uint64_t> docs(document_index.size());
+  for (size_t i = 0; i < docs.size(); ++i) {
+    docs[i] = Pack(document_index[i], lengths[static_cast<size_t>(document_index[i])]);
+  }
   const int64_t n =
       SampleCount(num_epochs, tokens_per_epoch, seq_length, drop_last, add_extra_token);
-  std::vector<T> out(static_cast<size_t>(2 * (n + 1)));
-  const int64_t doc_count = static_cast<int64_t>(document_index.size());
-  const int64_t last = doc_count - 1;
-  const std::byte* length_bytes = lengths.bytes().data();
-  // Lengths are read in document-index order, i.e. at random: prefetch ahead (measured
-  // faster here, unlike the swaps).
-  constexpr int64_t kAhead = 48;
-  auto length_of = [&](int64_t d) {
-    return int64_t{lengths[static_cast<size_t>(document_index[d] - first_sequence)]};
-  };
-  int64_t d = 0, offset = 0;
-  out[0] = 0;
-  out[1] = 0;
-  for (int64_t s = 1; s <= n; ++s) {
-    int64_t remaining = seq_length + x;
-    while (remaining != 0) {
-      if (d + kAhead < doc_count) {
-        __builtin_prefetch(length_bytes +
-                           4 * static_cast<size_t>(document_index[d + kAhead] - first_sequence));
-      }
-      const int64_t doc_length = length_of(d) - offset;
-      remaining -= doc_length;
-      if (remaining <= 0) {
-        offset += remaining + doc_length - x;
-        remaining = 0;
-      } else {
-        if (d == last) {
-          offset = length_of(d) - x;
-          break;
-        }
-        ++d;
-        offset = 0;
-      }
-    }
-    out[2 * s] = static_cast<T>(d);
-    out[2 * s + 1] = static_cast<T>(offset);
-  }
+  PageArray<T> out(static_cast<size_t>(2 * (n + 1)));
+  WalkSampleIndex<T>(docs, seq_length, n, add_extra_token, out);
   return out;
 }
 
-template std::vector<int32_t> BuildSampleIndex<int32_t>(io::LeSpan<int32_t>,
-                                                        const std::vector<int32_t>&, int64_t,
-                                                        int64_t, int64_t, bool, bool, int64_t);
-template std::vector<int64_t> BuildSampleIndex<int64_t>(io::LeSpan<int32_t>,
-                                                        const std::vector<int32_t>&, int64_t,
-                                                        int64_t, int64_t, bool, bool, int64_t);
+template PageArray<int32_t> BuildSampleIndex<int32_t>(io::LeSpan<int32_t>, std::span<const int32_t>,
+                                                      int64_t, int64_t, int64_t, bool, bool);
+template PageArray<int64_t> BuildSampleIndex<int64_t>(io::LeSpan<int32_t>, std::span<const int32_t>,
+                                                      int64_t, int64_t, int64_t, bool, bool);
 
 Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int64_t end,
                                  const GptTablesConfig& c, GptTablesTimes* times) {
@@ -176,60 +202,75 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   // Megatron shuffles all epochs of the document index at once, or the final epoch apart.
   const std::vector<int64_t> segments =
       t.separate_final_epoch ? std::vector<int64_t>{E - 1, 1} : std::vector<int64_t>{E};
-  FillEpochs(t.document_index, begin, end, E);
 
-  // Drawing thread: every random number in Megatron's order. The document-index targets go
-  // through the stream; then it builds the shuffle index itself.
+  // Drawing thread: every random number in Megatron's order, into one stream: the
+  // document-index swap targets, then the shuffle index's (its length follows from the tokens
+  // alone). This thread packs the document index, applies the swaps, builds the sample index
+  // and applies the shuffle-index swaps.
   DrawStream draws;
-  double draw_seconds = 0, shuffle_seconds = 0;
+  std::latch pages_ready(1);
   std::thread drawer([&] {
+    // First the sample and shuffle indexes' pages, while the other thread packs.
+    if (t.sample_index_is_int64) {
+      t.sample_index64 = PageArray<int64_t>(static_cast<size_t>(2 * (n + 1)));
+      t.sample_index64.Populate();
+    } else {
+      t.sample_index32 = PageArray<int32_t>(static_cast<size_t>(2 * (n + 1)));
+      t.sample_index32.Populate();
+    }
+    if (!t.shuffle_index_is_int64) {
+      t.shuffle_index32 = PageArray<uint32_t>(static_cast<size_t>(n));
+      Iota(t.shuffle_index32, 0, n);
+    }
+    pages_ready.count_down();
     NumpyRandomState rng(c.seed);
-    Stopwatch t0;
     for (int64_t epochs : segments) {
       DrawShuffle(static_cast<size_t>(n_seq * epochs), rng, draws);
     }
-    draws.Finish();
-    draw_seconds = t0.Seconds();
-    t0 = Stopwatch();
-    if (t.shuffle_index_is_int64) {
-      t.shuffle_index64.reserve(static_cast<size_t>(n));
-      FillAndShuffle(t.shuffle_index64, 0, first, rng);
-      FillAndShuffle(t.shuffle_index64, first, n, rng);
-    } else {
-      t.shuffle_index32.reserve(static_cast<size_t>(n));
-      FillAndShuffle(t.shuffle_index32, 0, first, rng);
-      FillAndShuffle(t.shuffle_index32, first, n, rng);
+    if (t.shuffle_index_is_int64) {  // 64-bit draws past 2^32 entries: shuffled right here
+      draws.Finish();
+      t.shuffle_index64 = PageArray<int64_t>(static_cast<size_t>(n));
+      Iota(t.shuffle_index64, 0, n);
+      rng.Shuffle(std::span<int64_t>(t.shuffle_index64.data(), static_cast<size_t>(first)));
+      rng.Shuffle(
+          std::span<int64_t>(t.shuffle_index64.data() + first, static_cast<size_t>(n - first)));
+      return;
     }
-    shuffle_seconds = t0.Seconds();
+    DrawShuffle(static_cast<size_t>(first), rng, draws);
+    DrawShuffle(static_cast<size_t>(n - first), rng, draws);
+    draws.Finish();
   });
 
   Stopwatch t0;
+  PageArray<uint64_t> docs = PackEpochs(lengths, begin, end, E);
   size_t at = 0;
   for (int64_t epochs : segments) {
     const size_t len = static_cast<size_t>(n_seq * epochs);
-    ApplyShuffle(std::span<int32_t>(t.document_index.data() + at, len), draws);
+    ApplyShuffle(std::span<uint64_t>(docs.data() + at, len), draws);
     at += len;
   }
   const double doc_seconds = t0.Seconds();
   t0 = Stopwatch();
-  // The sample index reads lengths at random: from anonymous memory (huge pages) rather than
-  // the file mapping, whose 4 KiB pages make every read a TLB miss on large corpora.
-  std::vector<int32_t> dense(static_cast<size_t>(n_seq));
-  for (int64_t i = begin; i < end; ++i) dense[i - begin] = lengths[static_cast<size_t>(i)];
-  const io::LeSpan<int32_t> dense_lengths(reinterpret_cast<const std::byte*>(dense.data()),
-                                          dense.size());
+  pages_ready.wait();
   if (t.sample_index_is_int64) {
-    t.sample_index64 = BuildSampleIndex<int64_t>(dense_lengths, t.document_index, c.seq_length, E,
-                                                 T, c.drop_last, c.add_extra_token, begin);
+    WalkSampleIndex<int64_t>(docs, c.seq_length, n, c.add_extra_token, t.sample_index64);
   } else {
-    t.sample_index32 = BuildSampleIndex<int32_t>(dense_lengths, t.document_index, c.seq_length, E,
-                                                 T, c.drop_last, c.add_extra_token, begin);
+    WalkSampleIndex<int32_t>(docs, c.seq_length, n, c.add_extra_token, t.sample_index32);
   }
-  std::vector<int32_t>().swap(dense);
   const double sample_seconds = t0.Seconds();
+  t0 = Stopwatch();
+  if (!t.shuffle_index_is_int64) {
+    ApplyShuffle(std::span<uint32_t>(t.shuffle_index32.data(), static_cast<size_t>(first)), draws);
+    ApplyShuffle(
+        std::span<uint32_t>(t.shuffle_index32.data() + first, static_cast<size_t>(n - first)),
+        draws);
+  }
   drawer.join();
+  const double shuffle_seconds = t0.Seconds();
+  t0 = Stopwatch();
+  t.document_index = UnpackIds(std::move(docs));
   if (times) {
-    times->document_index = std::max(doc_seconds, draw_seconds);
+    times->document_index = doc_seconds + t0.Seconds();
     times->sample_index = sample_seconds;
     times->shuffle_index = shuffle_seconds;
   }

@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "gridfeed/core/page_array.h"
 #include "gridfeed/core/status.h"
 #include "gridfeed/io/le_span.h"
 
@@ -52,15 +53,15 @@ struct GptTables {
   bool separate_final_epoch = false;
   int64_t num_samples_per_epoch = 0;         // (T - x) // S
   int64_t num_samples_sans_final_epoch = 0;  // ((E-1) T - x) // S, when E > 1
-  std::vector<int32_t> document_index;
+  PageArray<int32_t> document_index;
   // [N + 1, 2] rows (position in document_index, offset); exactly one of the two is used.
   bool sample_index_is_int64 = false;
-  std::vector<int32_t> sample_index32;
-  std::vector<int64_t> sample_index64;
+  PageArray<int32_t> sample_index32;
+  PageArray<int64_t> sample_index64;
   // [N]; uint32 unless N >= 2^32 - 2.
   bool shuffle_index_is_int64 = false;
-  std::vector<uint32_t> shuffle_index32;
-  std::vector<int64_t> shuffle_index64;
+  PageArray<uint32_t> shuffle_index32;
+  PageArray<int64_t> shuffle_index64;
 
   GptTablesView View() const {
     return {document_index,  sample_index32,  sample_index64,
@@ -83,17 +84,19 @@ struct GptTablesTimes {
 //
 // Uses two threads: one draws every random number in Megatron's order (document-index swap
 // targets, then the shuffle index, whose length follows from the token count alone), the
-// other applies the document-index swaps and builds the sample index.
+// other applies the swaps and builds the sample index. The document index is shuffled with
+// each sequence's length packed beside its id, so the sample index reads lengths in order.
+// The tables live in PageArrays (uninitialised, huge pages); peak memory is about 8 bytes per
+// document-index entry plus the other two tables.
 Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int64_t end,
                                  const GptTablesConfig& config, GptTablesTimes* times = nullptr);
 
-// Megatron's build_sample_idx (helpers.cpp) on its own. `lengths[i - first_sequence]` is the
-// length of sequence i.
+// Megatron's build_sample_idx (helpers.cpp) on its own: `lengths[i]` is the length of
+// sequence i. (BuildGptTables runs the same walk over its packed document index.)
 template <typename T>
-std::vector<T> BuildSampleIndex(io::LeSpan<int32_t> lengths,
-                                const std::vector<int32_t>& document_index, int64_t seq_length,
-                                int64_t num_epochs, int64_t tokens_per_epoch, bool drop_last,
-                                bool add_extra_token, int64_t first_sequence = 0);
+PageArray<T> BuildSampleIndex(io::LeSpan<int32_t> lengths, std::span<const int32_t> document_index,
+                              int64_t seq_length, int64_t num_epochs, int64_t tokens_per_epoch,
+                              bool drop_last, bool add_extra_token);
 
 // Number of samples build_sample_idx produces (float32 division without drop_last).
 int64_t SampleCount(int64_t num_epochs, int64_t tokens_per_epoch, int64_t seq_length,

@@ -55,7 +55,10 @@ class MegatronView final : public OrderView {
     for (const auto& prefix : view_.prefixes) {
       const auto it = stores_.find(prefix);
       if (it == stores_.end()) continue;
-      out.push_back(FactsOf(prefix, it->second->index_bytes(), it->second->data_bytes(), salt));
+      const io::IndexedDataset& store = *it->second;
+      out.push_back(
+          FactsOf(prefix, store.index_bytes(), store.data_bytes(), salt,
+                  [&store](std::span<const std::byte> part) { store.DropIndexPages(part); }));
     }
     return out;
   }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <type_traits>
 
 namespace gridfeed::order {
 namespace {
@@ -23,11 +24,13 @@ class Arrays {
  public:
   // Records where `v` goes. With `release`, CopyTo frees `v` right after copying it, so the
   // image and the tables are not both held in full (rank 0's peak stays near one copy).
-  template <typename T>
-  nlohmann::json Add(std::vector<T>& v, bool release) {
+  // `Array` is a std::vector or a PageArray.
+  template <typename Array>
+  nlohmann::json Add(Array& v, bool release) {
+    using T = std::remove_cvref_t<decltype(*v.data())>;
     const size_t offset = Align8(size_);
     Part part{offset, v.size() * sizeof(T), reinterpret_cast<const std::byte*>(v.data()), {}};
-    if (release) part.release = [&v] { std::vector<T>().swap(v); };
+    if (release) part.release = [&v] { Array gone(std::move(v)); };
     parts_.push_back(std::move(part));
     size_ = offset + v.size() * sizeof(T);
     return nlohmann::json::array({offset, v.size()});

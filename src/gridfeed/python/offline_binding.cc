@@ -31,8 +31,10 @@ config::JobOptions Resolve(const char* function, const py::kwargs& kwargs, confi
 }
 
 // A view of `v` kept alive by `owner` (a capsule holding the tables).
-template <typename T>
-py::array View(const std::vector<T>& v, std::vector<py::ssize_t> shape, py::handle owner) {
+// `Array` is a std::vector or a PageArray.
+template <typename Array>
+py::array View(const Array& v, std::vector<py::ssize_t> shape, py::handle owner) {
+  using T = std::remove_cvref_t<decltype(*v.data())>;
   return py::array(py::dtype::of<T>(), std::move(shape), v.data(), owner);
 }
 

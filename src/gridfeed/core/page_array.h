@@ -1,0 +1,165 @@
+// PageArray<T>: a fixed-size array of trivially copyable T in its own anonymous mapping, for
+// tables of tens of millions of entries that are written once in full:
+//  - left uninitialised (std::vector's zero fill is a wasted pass over fresh pages);
+//  - 2 MiB aligned with transparent huge pages advised, so a table faults 2 MiB at a time and
+//    random accesses miss the TLB less;
+//  - Shrink and Adopt return or reuse pages in place (a table narrowed where it was built).
+// Ownership: owns its mapping; move-only moves it, copying allocates a deep copy. Allocation
+// failure throws std::bad_alloc, like std::vector. Not thread safe for mutation; concurrent
+// reads are safe.
+#pragma once
+
+#include <sys/mman.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <new>
+#include <span>
+#include <type_traits>
+#include <utility>
+
+namespace gridfeed {
+
+namespace page_array_internal {
+
+inline constexpr size_t kHugePage = size_t{2} << 20;
+inline constexpr size_t kPage = 4096;
+
+// A mapping of at least `bytes` (rounded up to pages), 2 MiB aligned when it is large.
+inline std::byte* Map(size_t bytes, size_t* mapped) {
+  if (bytes == 0) {
+    *mapped = 0;
+    return nullptr;
+  }
+  if (bytes > SIZE_MAX - 2 * kHugePage) throw std::bad_alloc();
+  const size_t want = (bytes + kPage - 1) / kPage * kPage;
+  const bool huge = want >= kHugePage;
+  const size_t ask = huge ? want + kHugePage : want;
+  void* p = ::mmap(nullptr, ask, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  auto* base = static_cast<std::byte*>(p);
+  if (!huge) {
+    *mapped = want;
+    return base;
+  }
+  // Trim to a 2 MiB boundary so whole huge pages fit.
+  const auto addr = reinterpret_cast<uintptr_t>(base);
+  const size_t head = (kHugePage - addr % kHugePage) % kHugePage;
+  if (head) ::munmap(base, head);
+  const size_t tail = ask - head - want;
+  if (tail) ::munmap(base + head + want, tail);
+  ::madvise(base + head, want, MADV_HUGEPAGE);  // advice only: a kernel without THP ignores it
+  *mapped = want;
+  return base + head;
+}
+
+inline void Unmap(std::byte* base, size_t mapped) {
+  if (base) ::munmap(base, mapped);
+}
+
+}  // namespace page_array_internal
+
+template <typename T>
+class PageArray {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+ public:
+  PageArray() = default;
+  // `n` entries with indeterminate values.
+  explicit PageArray(size_t n) {
+    if (n > SIZE_MAX / sizeof(T)) throw std::bad_alloc();
+    base_ = page_array_internal::Map(n * sizeof(T), &mapped_);
+    size_ = n;
+  }
+  PageArray(const PageArray& other) : PageArray(other.size_) {
+    if (size_) std::memcpy(data(), other.data(), size_ * sizeof(T));
+  }
+  PageArray& operator=(const PageArray& other) {
+    if (this != &other) {
+      PageArray copy(other);
+      swap(copy);
+    }
+    return *this;
+  }
+  PageArray(PageArray&& other) noexcept { swap(other); }
+  PageArray& operator=(PageArray&& other) noexcept {
+    PageArray gone(std::move(*this));
+    swap(other);
+    return *this;
+  }
+  ~PageArray() { page_array_internal::Unmap(base_, mapped_); }
+
+  void swap(PageArray& other) noexcept {
+    std::swap(base_, other.base_);
+    std::swap(size_, other.size_);
+    std::swap(mapped_, other.mapped_);
+  }
+
+  // Takes over `other`'s pages as `n` entries of T: its bytes are kept, read as T (for a
+  // table rewritten in place into a narrower type). REQUIRES: n * sizeof(T) fits them.
+  template <typename U>
+  static PageArray Adopt(PageArray<U>&& other, size_t n) {
+    PageArray out;
+    if (n * sizeof(T) > other.mapped_) throw std::bad_alloc();
+    out.base_ = std::exchange(other.base_, nullptr);
+    out.mapped_ = std::exchange(other.mapped_, 0);
+    other.size_ = 0;
+    out.size_ = n;
+    return out;
+  }
+
+  // Keeps the first `n` entries and gives the whole pages past them back to the OS (also
+  // those an Adopt left past the end). REQUIRES: n <= size().
+  void Shrink(size_t n) {
+    if (n > size_) return;
+    const size_t keep = (n * sizeof(T) + page_array_internal::kPage - 1) /
+                        page_array_internal::kPage * page_array_internal::kPage;
+    if (keep < mapped_) {
+      ::munmap(base_ + keep, mapped_ - keep);
+      mapped_ = keep;
+      if (keep == 0) base_ = nullptr;
+    }
+    size_ = n;
+  }
+
+  // Faults every page in now (the kernel zeroes them), so that cost falls on the calling
+  // thread rather than on the first writer. Contents stay indeterminate.
+  void Populate() {
+    if (mapped_ == 0) return;
+#ifdef MADV_POPULATE_WRITE
+    if (::madvise(base_, mapped_, MADV_POPULATE_WRITE) == 0) return;
+#endif
+    for (size_t at = 0; at < mapped_; at += page_array_internal::kPage) {
+      *reinterpret_cast<volatile std::byte*>(base_ + at) = std::byte{0};
+    }
+  }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  T* data() { return reinterpret_cast<T*>(base_); }
+  const T* data() const { return reinterpret_cast<const T*>(base_); }
+  T& operator[](size_t i) { return data()[i]; }
+  const T& operator[](size_t i) const { return data()[i]; }
+  T* begin() { return data(); }
+  T* end() { return data() + size_; }
+  const T* begin() const { return data(); }
+  const T* end() const { return data() + size_; }
+  operator std::span<T>() { return {data(), size_}; }
+  operator std::span<const T>() const { return {data(), size_}; }
+
+  friend bool operator==(const PageArray& a, const PageArray& b) {
+    return a.size_ == b.size_ &&
+           (a.size_ == 0 || std::memcmp(a.data(), b.data(), a.size_ * sizeof(T)) == 0);
+  }
+
+ private:
+  template <typename U>
+  friend class PageArray;
+
+  std::byte* base_ = nullptr;
+  size_t size_ = 0;
+  size_t mapped_ = 0;  // bytes of the mapping from base_
+};
+
+}  // namespace gridfeed
