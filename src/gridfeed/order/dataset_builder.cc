@@ -34,6 +34,12 @@ Status BuildMidTables(std::array<std::optional<SplitDataset>, 3>& splits, const 
       g.add_extra_token = c.add_extra_token;
       g.drop_last = !(m.split == Split::kValid && !c.drop_last_partial_validation_sequence);
       g.num_samples = m.num_samples_requested;
+      // The build copies the lengths; their mapped pages need not stay resident.
+      g.lengths_read = [ds = m.dataset.get(), begin = m.begin, end = m.end] {
+        const auto bytes = ds->sequence_lengths().bytes();
+        ds->DropIndexPages(
+            bytes.subspan(static_cast<size_t>(begin) * 4, static_cast<size_t>(end - begin) * 4));
+      };
       auto t = BuildGptTables(m.dataset->sequence_lengths(), m.begin, m.end, g, &m.times);
       if (!t.ok()) {
         statuses[j] = t.status().WithContext("dataset '" + m.prefix + "' split " +

@@ -18,43 +18,23 @@ namespace {
 // fewer than this share of an epoch's samples.
 constexpr double kSeparateFinalEpochThreshold = 0.80;
 
-// A document-index entry with its sequence's length beside it: the length in the high half,
-// the id (Megatron's int32 value) in the low half. Shuffling these instead of bare ids carries
-// every length along, so the sample index reads lengths in order instead of at random.
-uint64_t Pack(int64_t id, int32_t length) {
-  return uint64_t{static_cast<uint32_t>(length)} << 32 |
-         static_cast<uint32_t>(static_cast<int32_t>(id));
-}
-int64_t LengthOf(uint64_t entry) { return static_cast<int32_t>(entry >> 32); }
-
-// The document index before shuffling, packed: arange(begin, end) once per epoch.
-PageArray<uint64_t> PackEpochs(io::LeSpan<int32_t> lengths, int64_t begin, int64_t end,
-                               int64_t epochs) {
+// The document index before shuffling: arange(begin, end) once per epoch.
+PageArray<int32_t> FillEpochs(int64_t begin, int64_t end, int64_t epochs) {
   const size_t n = static_cast<size_t>(end - begin);
-  PageArray<uint64_t> out(n * static_cast<size_t>(epochs));
-  for (size_t i = 0; i < n; ++i) {
-    out[i] = Pack(begin + static_cast<int64_t>(i), lengths[static_cast<size_t>(begin) + i]);
-  }
+  PageArray<int32_t> out(n * static_cast<size_t>(epochs));
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<int32_t>(begin + static_cast<int64_t>(i));
   for (int64_t e = 1; e < epochs; ++e) {
-    std::memcpy(out.data() + static_cast<size_t>(e) * n, out.data(), n * sizeof(uint64_t));
+    std::memcpy(out.data() + static_cast<size_t>(e) * n, out.data(), n * sizeof(int32_t));
   }
   return out;
 }
 
-// document_index from the packed entries, written over them in place: entry i's id moves
-// from byte 8i to byte 4i, never past an entry still to be read. The freed half goes back.
-PageArray<int32_t> UnpackIds(PageArray<uint64_t>&& packed) {
-  const size_t n = packed.size();
-  auto* bytes = reinterpret_cast<std::byte*>(packed.data());
-  for (size_t i = 0; i < n; ++i) {
-    uint64_t entry;
-    std::memcpy(&entry, bytes + 8 * i, 8);
-    const auto id = static_cast<uint32_t>(entry);
-    std::memcpy(bytes + 4 * i, &id, 4);
-  }
-  auto ids = PageArray<int32_t>::Adopt(std::move(packed), n);
-  ids.Shrink(n);
-  return ids;
+// lengths[begin, end) copied into anonymous memory on huge pages: the sample index reads them
+// at random, and from the file mapping's 4 KiB pages nearly every read would miss the TLB.
+PageArray<int32_t> DenseLengths(io::LeSpan<int32_t> lengths, int64_t begin, int64_t end) {
+  PageArray<int32_t> out(static_cast<size_t>(end - begin));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = lengths[static_cast<size_t>(begin) + i];
+  return out;
 }
 
 // Consumer side of a numpy shuffle of x whose swap targets come from `draws`. (Measured:
@@ -75,28 +55,37 @@ void Iota(PageArray<T>& out, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) out[static_cast<size_t>(i)] = static_cast<T>(i);
 }
 
-// Megatron's build_sample_idx (helpers.cpp) over the shuffled, packed document index: n
-// samples of seq_length (+ x) tokens as [n + 1, 2] rows (position in docs, offset).
-// `out` holds 2 (n + 1) entries.
+// Megatron's build_sample_idx (helpers.cpp): n samples of seq_length (+ x) tokens as
+// [n + 1, 2] rows (position in document_index, offset). The length at position d is
+// lengths[document_index[d] - first]; those reads go in document-index order, i.e. at random,
+// so they are prefetched a few dozen positions ahead. `out` holds 2 (n + 1) entries.
 template <typename T>
-void WalkSampleIndex(std::span<const uint64_t> docs, int64_t seq_length, int64_t n,
-                     bool add_extra_token, PageArray<T>& out) {
+void WalkSampleIndex(std::span<const int32_t> document_index, const int32_t* lengths, int64_t first,
+                     int64_t seq_length, int64_t n, bool add_extra_token, PageArray<T>& out) {
   const int64_t x = add_extra_token ? 1 : 0;
-  const int64_t last = static_cast<int64_t>(docs.size()) - 1;
+  const int64_t doc_count = static_cast<int64_t>(document_index.size());
+  const int64_t last = doc_count - 1;
+  constexpr int64_t kAhead = 48;
+  auto length_of = [&](int64_t d) {
+    return int64_t{lengths[document_index[static_cast<size_t>(d)] - first]};
+  };
   int64_t d = 0, offset = 0;
   out[0] = 0;
   out[1] = 0;
   for (int64_t s = 1; s <= n; ++s) {
     int64_t remaining = seq_length + x;
     while (remaining != 0) {
-      const int64_t doc_length = LengthOf(docs[static_cast<size_t>(d)]) - offset;
+      if (d + kAhead < doc_count) {
+        __builtin_prefetch(lengths + (document_index[static_cast<size_t>(d + kAhead)] - first));
+      }
+      const int64_t doc_length = length_of(d) - offset;
       remaining -= doc_length;
       if (remaining <= 0) {
         offset += remaining + doc_length - x;
         remaining = 0;
       } else {
         if (d == last) {
-          offset = LengthOf(docs[static_cast<size_t>(d)]) - x;
+          offset = length_of(d) - x;
           break;
         }
         ++d;
@@ -124,14 +113,11 @@ template <typename T>
 PageArray<T> BuildSampleIndex(io::LeSpan<int32_t> lengths, std::span<const int32_t> document_index,
                               int64_t seq_length, int64_t num_epochs, int64_t tokens_per_epoch,
                               bool drop_last, bool add_extra_token) {
-  PageArray<uint64_t> docs(document_index.size());
-  for (size_t i = 0; i < docs.size(); ++i) {
-    docs[i] = Pack(document_index[i], lengths[static_cast<size_t>(document_index[i])]);
-  }
+  const PageArray<int32_t> dense = DenseLengths(lengths, 0, static_cast<int64_t>(lengths.size()));
   const int64_t n =
       SampleCount(num_epochs, tokens_per_epoch, seq_length, drop_last, add_extra_token);
   PageArray<T> out(static_cast<size_t>(2 * (n + 1)));
-  WalkSampleIndex<T>(docs, seq_length, n, add_extra_token, out);
+  WalkSampleIndex<T>(document_index, dense.data(), 0, seq_length, n, add_extra_token, out);
   return out;
 }
 
@@ -242,21 +228,26 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   });
 
   Stopwatch t0;
-  PageArray<uint64_t> docs = PackEpochs(lengths, begin, end, E);
+  PageArray<int32_t> dense = DenseLengths(lengths, begin, end);
+  if (c.lengths_read) c.lengths_read();
+  t.document_index = FillEpochs(begin, end, E);
   size_t at = 0;
   for (int64_t epochs : segments) {
     const size_t len = static_cast<size_t>(n_seq * epochs);
-    ApplyShuffle(std::span<uint64_t>(docs.data() + at, len), draws);
+    ApplyShuffle(std::span<int32_t>(t.document_index.data() + at, len), draws);
     at += len;
   }
   const double doc_seconds = t0.Seconds();
   t0 = Stopwatch();
   pages_ready.wait();
   if (t.sample_index_is_int64) {
-    WalkSampleIndex<int64_t>(docs, c.seq_length, n, c.add_extra_token, t.sample_index64);
+    WalkSampleIndex<int64_t>(t.document_index, dense.data(), begin, c.seq_length, n,
+                             c.add_extra_token, t.sample_index64);
   } else {
-    WalkSampleIndex<int32_t>(docs, c.seq_length, n, c.add_extra_token, t.sample_index32);
+    WalkSampleIndex<int32_t>(t.document_index, dense.data(), begin, c.seq_length, n,
+                             c.add_extra_token, t.sample_index32);
   }
+  dense = PageArray<int32_t>();
   const double sample_seconds = t0.Seconds();
   t0 = Stopwatch();
   if (!t.shuffle_index_is_int64) {
@@ -267,10 +258,8 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   }
   drawer.join();
   const double shuffle_seconds = t0.Seconds();
-  t0 = Stopwatch();
-  t.document_index = UnpackIds(std::move(docs));
   if (times) {
-    times->document_index = doc_seconds + t0.Seconds();
+    times->document_index = doc_seconds;
     times->sample_index = sample_seconds;
     times->shuffle_index = shuffle_seconds;
   }

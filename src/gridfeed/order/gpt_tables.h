@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <vector>
@@ -20,6 +21,9 @@ struct GptTablesConfig {
   bool add_extra_token = true;  // x = 1: consecutive samples share one token
   bool drop_last = true;  // false only for valid with drop_last_partial_validation_sequence off
   std::optional<int64_t> num_samples;  // none = exactly one epoch
+  // Called once the build has made its own copy of the lengths (the caller may drop the pages
+  // of a mapped index). May run on another thread than the caller's.
+  std::function<void()> lengths_read;
 };
 
 // A read-only view of one dataset's tables, wherever they live (a GptTables, or a table image
@@ -84,15 +88,14 @@ struct GptTablesTimes {
 //
 // Uses two threads: one draws every random number in Megatron's order (document-index swap
 // targets, then the shuffle index, whose length follows from the token count alone), the
-// other applies the swaps and builds the sample index. The document index is shuffled with
-// each sequence's length packed beside its id, so the sample index reads lengths in order.
-// The tables live in PageArrays (uninitialised, huge pages); peak memory is about 8 bytes per
-// document-index entry plus the other two tables.
+// other applies the swaps and builds the sample index. The tables live in PageArrays
+// (uninitialised, huge pages); beside them the build holds one dense copy of the split's
+// lengths (4 bytes per sequence).
 Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int64_t end,
                                  const GptTablesConfig& config, GptTablesTimes* times = nullptr);
 
 // Megatron's build_sample_idx (helpers.cpp) on its own: `lengths[i]` is the length of
-// sequence i. (BuildGptTables runs the same walk over its packed document index.)
+// sequence i.
 template <typename T>
 PageArray<T> BuildSampleIndex(io::LeSpan<int32_t> lengths, std::span<const int32_t> document_index,
                               int64_t seq_length, int64_t num_epochs, int64_t tokens_per_epoch,
