@@ -1,8 +1,12 @@
-// Steady-state sample assembly on one reader: order::AssembleSample (tokens, labels,
-// loss_mask, position_ids; no attention mask, as by default) over consecutive positions of a
-// shuffled dataset, next to a floor that memcpys the same token bytes out of the same mapping
-// and widens them to int64 (the least any feeder must do). seq_length 4096, int32 tokens,
-// corpus in the page cache.
+// Steady-state sample assembly on one reader over consecutive positions of a shuffled dataset,
+// next to a floor that memcpys the same token bytes out of the same mapping and widens them to
+// int64 (the least any feeder must do). seq_length 4096, int32 tokens, corpus in the page
+// cache, no attention mask (the default).
+//   BM_Assemble           order::AssembleSample: every field of the whole sample
+//   BM_AssembleReference  the straightforward assembly it replaced (tests/order/reference_sample)
+//   BM_Fields*            order::AssembleFields into one payload slot: every field (one
+//                         pipeline stage), the first stage's (tokens, positions), the last
+//                         stage's (labels, loss mask), and CP rank 0 of 2 with every field
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -12,6 +16,8 @@
 #include "gridfeed/io/indexed_dataset_builder.h"
 #include "gridfeed/order/dataset_builder.h"
 #include "gridfeed/order/sample.h"
+#include "gridfeed/order/sample_fields.h"
+#include "order/reference_sample.h"
 #include "ratio_reporter.h"
 
 namespace {
@@ -66,6 +72,53 @@ void BM_Assemble(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+void BM_AssembleReference(benchmark::State& state) {
+  const auto& f = Get();
+  const auto& m = f.built.splits[0]->mids[0];
+  const auto view = m.tables.View();
+  order::Sample sample;
+  int64_t i = 0, n = view.num_samples();
+  for (auto _ : state) {
+    testing::ReferenceAssembleSample(*m.dataset, view, i++ % n, f.options, &sample);
+    benchmark::DoNotOptimize(sample.tokens.data());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+enum Stage { kOnly, kFirst, kLast };
+
+// One payload slot's fields, as feed::PayloadLayout lays them out for `stage`.
+void Fields(benchmark::State& state, Stage stage, int64_t cp) {
+  const auto& f = Get();
+  const auto& m = f.built.splits[0]->mids[0];
+  const auto view = m.tables.View();
+  const int64_t L = kSeq / cp;
+  std::vector<int64_t> tokens(L), positions(L), labels(L);
+  std::vector<float> loss(L);
+  order::FieldTargets t;
+  if (stage != kLast) {
+    t.tokens = tokens.data();
+    t.position_ids = positions.data();
+  }
+  if (stage != kFirst) {
+    t.labels = labels.data();
+    t.loss_mask = loss.data();
+  }
+  t.cp_size = cp;
+  order::AssemblyScratch scratch;
+  int64_t i = 0, n = view.num_samples();
+  for (auto _ : state) {
+    order::AssembleFields(*m.dataset, view, i++ % n, f.options, t, &scratch);
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_FieldsAll(benchmark::State& state) { Fields(state, kOnly, 1); }
+void BM_FieldsFirstStage(benchmark::State& state) { Fields(state, kFirst, 1); }
+void BM_FieldsLastStage(benchmark::State& state) { Fields(state, kLast, 1); }
+void BM_FieldsAllCp2(benchmark::State& state) { Fields(state, kOnly, 2); }
+
 void BM_MemcpyWidenFloor(benchmark::State& state) {
   const auto& f = Get();
   const auto& m = f.built.splits[0]->mids[0];
@@ -93,14 +146,25 @@ void BM_MemcpyWidenFloor(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Assemble);
+BENCHMARK(BM_AssembleReference);
+BENCHMARK(BM_FieldsAll);
+BENCHMARK(BM_FieldsFirstStage);
+BENCHMARK(BM_FieldsLastStage);
+BENCHMARK(BM_FieldsAllCp2);
 BENCHMARK(BM_MemcpyWidenFloor);
 
 }  // namespace
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
+  const std::string floor = "BM_MemcpyWidenFloor";
   gridfeed::bench::RatioReporter reporter(
-      std::vector<std::pair<std::string, std::string>>{{"BM_Assemble", "BM_MemcpyWidenFloor"}});
+      std::vector<std::pair<std::string, std::string>>{{"BM_Assemble", floor},
+                                                       {"BM_AssembleReference", floor},
+                                                       {"BM_FieldsAll", floor},
+                                                       {"BM_FieldsFirstStage", floor},
+                                                       {"BM_FieldsLastStage", floor},
+                                                       {"BM_FieldsAllCp2", floor}});
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;

@@ -22,7 +22,6 @@
 #include "gridfeed/device/tp_broadcast.h"
 #include "gridfeed/feed/payload.h"
 #include "gridfeed/io/file_util.h"
-#include "gridfeed/order/cp_zigzag.h"
 #include "gridfeed/order/mixture_pipeline.h"
 #include "gridfeed/order/order_prefix.h"
 #include "gridfeed/order/pipeline.h"
@@ -108,7 +107,7 @@ struct Feeder::Impl {
 
   // Assembles the payload of one step on a reader.
   void Assemble(const order::StepBatch& batch, std::vector<std::byte>* out,
-                std::vector<order::SampleRecord>* records) const;
+                std::vector<order::SampleRecord>* records, order::AssemblyScratch* scratch) const;
   // Runs on the prefetch thread (never reads next_step, which the trainer's thread advances).
   void Prefetch();
   Prefetched Take();
@@ -459,55 +458,40 @@ void Feeder::Impl::StartPrefetch() {
 }
 
 void Feeder::Impl::Assemble(const order::StepBatch& batch, std::vector<std::byte>* out,
-                            std::vector<order::SampleRecord>* records) const {
+                            std::vector<order::SampleRecord>* records,
+                            order::AssemblyScratch* scratch) const {
   const parallel::Grid& g = *grid;
-  const int64_t S = options.data.seq_length;
-  const int64_t cp = g.cp_size();
   records->clear();
   out->assign(layout.total_bytes, std::byte{0});
-  order::Sample sample;
-  std::vector<int64_t> tokens, labels, positions;
-  std::vector<float> loss;
-  std::vector<uint8_t> mask;
   for (size_t k = 0; k < batch.positions.size(); ++k) {
     const int64_t position = batch.positions[k];
-    order::SampleRecord r = view->Read(split, position, &sample, /*hash_tokens=*/keeps_records);
+    const auto i = static_cast<int64_t>(k);
+    // Only this stage's fields, only this CP rank's slice, straight into the payload.
+    order::FieldTargets targets = layout.Targets(out, i);
+    targets.cp_size = g.cp_size();
+    targets.cp_rank = g.cp_rank();
+    order::SampleRecord r = view->ReadFields(split, position, targets,
+                                             /*hash_tokens=*/keeps_records, scratch);
     if (keeps_records) {
       r.iteration = batch.iteration;
       r.micro_batch = batch.micro_batch;
       r.dp_rank = g.dp_rank();
       records->push_back(r);
     }
-    const auto i = static_cast<int64_t>(k);
     const int64_t sample_index = view->SampleIndex(split, position);
     layout.Put(out, PayloadLayout::kSampleIndices, i, &sample_index, 1);
     layout.Put(out, PayloadLayout::kSourceIds, i, &r.dataset, 1);
     layout.Put(out, PayloadLayout::kSamplePositions, i, &position, 1);
-    if (layout.has_inputs) {
-      tokens = order::CpZigzagSlice(sample.tokens, 1, S, 1, cp, g.cp_rank());
-      positions = order::CpZigzagSlice(sample.position_ids, 1, S, 1, cp, g.cp_rank());
-      layout.Put(out, PayloadLayout::kTokens, i, tokens.data(), tokens.size());
-      layout.Put(out, PayloadLayout::kPositionIds, i, positions.data(), positions.size());
-      if (layout.has_mask) {
-        mask = order::CpZigzagSlice(sample.attention_mask, 1, S, S, cp, g.cp_rank());
-        layout.Put(out, PayloadLayout::kAttentionMask, i, mask.data(), mask.size());
-      }
-    }
-    if (layout.has_targets) {
-      labels = order::CpZigzagSlice(sample.labels, 1, S, 1, cp, g.cp_rank());
-      loss = order::CpZigzagSlice(sample.loss_mask, 1, S, 1, cp, g.cp_rank());
-      layout.Put(out, PayloadLayout::kLabels, i, labels.data(), labels.size());
-      layout.Put(out, PayloadLayout::kLossMask, i, loss.data(), loss.size());
-    }
   }
 }
 
 void Feeder::Impl::Prefetch() {
   auto walker = schedule->Walk(grid->dp_rank());
   order::StepBatch batch;
+  order::AssemblyScratch scratch;
   while (walker.Next(&batch)) {
     Prefetched item;
-    Assemble(batch, &item.payload, &item.records);
+    Assemble(batch, &item.payload, &item.records, &scratch);
     std::unique_lock lock(mu);
     cv.wait(lock, [&] {
       return stop || static_cast<int64_t>(ready.size()) < options.feed.prefetch_depth;

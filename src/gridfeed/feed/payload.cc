@@ -37,6 +37,22 @@ PayloadLayout::PayloadLayout(int64_t mbs_in, int64_t seq_length, int64_t cp, boo
   }
 }
 
+order::FieldTargets PayloadLayout::Targets(std::vector<std::byte>* payload, int64_t k) const {
+  // Every field starts 8-byte aligned: the int64 fields come first and each is a whole number
+  // of int64 (see the constructor), and vector storage is aligned for any scalar.
+  auto at = [&](Field f) -> void* {
+    if (per_sample[f] == 0) return nullptr;
+    return payload->data() + offset[f] + static_cast<size_t>(k) * per_sample[f];
+  };
+  order::FieldTargets t;
+  t.tokens = static_cast<int64_t*>(at(kTokens));
+  t.position_ids = static_cast<int64_t*>(at(kPositionIds));
+  t.labels = static_cast<int64_t*>(at(kLabels));
+  t.loss_mask = static_cast<float*>(at(kLossMask));
+  t.attention_mask = static_cast<uint8_t*>(at(kAttentionMask));
+  return t;
+}
+
 void PayloadLayout::Unpack(const std::vector<std::byte>& p, MicroBatch* mb) const {
   mb->has_inputs = has_inputs;
   mb->has_targets = has_targets;

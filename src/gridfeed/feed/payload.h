@@ -10,6 +10,8 @@
 #include <cstring>
 #include <vector>
 
+#include "gridfeed/order/sample_fields.h"
+
 namespace gridfeed::feed {
 
 struct MicroBatch;
@@ -39,6 +41,10 @@ class PayloadLayout {
     std::memcpy(payload->data() + offset[field] + static_cast<size_t>(k) * per_sample[field], data,
                 count * sizeof(T));
   }
+  // Where sample k's fields go in `payload` (null for fields this stage lacks), as
+  // order::AssembleFields writes them; the CP size and rank are the caller's to set.
+  // REQUIRES payload->size() == total_bytes.
+  order::FieldTargets Targets(std::vector<std::byte>* payload, int64_t k) const;
   void Unpack(const std::vector<std::byte>& payload, MicroBatch* mb) const;
 
   bool has_inputs = false, has_targets = false, has_mask = false;

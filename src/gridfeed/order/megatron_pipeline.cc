@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <span>
 
 #include "gridfeed/core/log.h"
 #include "gridfeed/io/mmap_file.h"
@@ -69,7 +70,34 @@ class MegatronView final : public OrderView {
     const auto [k, j] = s.Locate(position);
     const auto& source = s.sources[k];
     AssembleSample(*bound_[i][k], source.tables, j, sample_options_, out);
-    return MakeSampleRecord(position, k, j, source.tables, hash_tokens ? &out->tokens : nullptr);
+    return MakeSampleRecord(
+        position, k, j, source.tables,
+        hash_tokens ? std::span<const int64_t>(out->tokens) : std::span<const int64_t>());
+  }
+
+  SampleRecord ReadFields(Split split, int64_t position, const FieldTargets& out, bool hash_tokens,
+                          AssemblyScratch* scratch) const override {
+    const int i = static_cast<int>(split);
+    const SplitView& s = *view_.splits[i];
+    const auto [k, j] = s.Locate(position);
+    const auto& source = s.sources[k];
+    const io::IndexedDataset& ds = *bound_[i][k];
+    AssembleFields(ds, source.tables, j, sample_options_, out, scratch);
+    std::span<const int64_t> tokens;
+    if (hash_tokens) {
+      const int64_t S = sample_options_.seq_length;
+      if (out.tokens && out.cp_size == 1) {
+        tokens = {out.tokens, static_cast<size_t>(S)};
+      } else {
+        // The hash covers the whole sample's tokens, more than a CP slice holds.
+        scratch->full_tokens.resize(static_cast<size_t>(S));
+        FieldTargets whole;
+        whole.tokens = scratch->full_tokens.data();
+        AssembleFields(ds, source.tables, j, sample_options_, whole, scratch);
+        tokens = scratch->full_tokens;
+      }
+    }
+    return MakeSampleRecord(position, k, j, source.tables, tokens);
   }
 
   bool is_blend(Split split) const override {

@@ -37,6 +37,10 @@ class MixtureView final : public OrderView {
   SampleRecord Read(Split s, int64_t position, Sample* out, bool hash_tokens) const override {
     return inner_->Read(s, position, out, hash_tokens);
   }
+  SampleRecord ReadFields(Split s, int64_t position, const FieldTargets& out, bool hash_tokens,
+                          AssemblyScratch* scratch) const override {
+    return inner_->ReadFields(s, position, out, hash_tokens, scratch);
+  }
   std::string DescribeCursor(Split s, int64_t consumed) const override {
     if (s != Split::kTrain) return {};
     const int stage = layout_.StageAt(consumed);

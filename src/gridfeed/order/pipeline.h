@@ -18,6 +18,7 @@
 #include "gridfeed/core/status.h"
 #include "gridfeed/order/image_writer.h"
 #include "gridfeed/order/sample.h"
+#include "gridfeed/order/sample_fields.h"
 #include "gridfeed/order/sample_record.h"
 #include "gridfeed/order/split.h"
 #include "gridfeed/order/store_facts.h"
@@ -54,6 +55,11 @@ class OrderView {
   // pass over the tokens that only the ledger and the audit need). REQUIRES: 0 <= position <
   // length(split) and the token stores open.
   virtual SampleRecord Read(Split split, int64_t position, Sample* out, bool hash_tokens) const = 0;
+  // Read, writing only the fields `out` names and only its CP slice, straight into the caller's
+  // memory (sample_fields.h); `scratch` belongs to the calling thread. token_xxh3 still covers
+  // the whole sample's tokens. The default reads the whole sample and slices it.
+  virtual SampleRecord ReadFields(Split split, int64_t position, const FieldTargets& out,
+                                  bool hash_tokens, AssemblyScratch* scratch) const;
   // The sample index a micro-batch reports for `position`: the position itself (Megatron's
   // top-level dataset index), or the pipeline's own (OLMo: the instance index).
   virtual int64_t SampleIndex(Split split, int64_t position) const {

@@ -1,8 +1,9 @@
 // Assembly of one GPT sample exactly as Megatron's GPTDataset.__getitem__: gather tokens
-// across sequences, pad, split into tokens/labels, masks and positions, pad clean-up.
+// across sequences, pad, split into tokens/labels, masks and positions, pad clean-up. The whole
+// sample, every field; sample_fields.h writes only some fields, or a CP slice, in place.
 // Megatron's loss-mask cache (whose result depends on which item a worker fetched first) is
 // not reproduced: every sample's masks are computed from that sample alone.
-// Pure; thread safe (each call writes only its `out`).
+// Thread safe (each call writes only its `out`, through a per-thread scratch).
 #pragma once
 
 #include <cstdint>

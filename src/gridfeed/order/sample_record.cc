@@ -5,7 +5,7 @@
 namespace gridfeed::order {
 
 SampleRecord MakeSampleRecord(int64_t position, int dataset, int64_t dataset_sample,
-                              const GptTablesView& t, const std::vector<int64_t>* tokens) {
+                              const GptTablesView& t, std::span<const int64_t> tokens) {
   SampleRecord r;
   r.position = position;
   r.dataset = dataset;
@@ -13,7 +13,7 @@ SampleRecord MakeSampleRecord(int64_t position, int dataset, int64_t dataset_sam
   const int64_t j = t.ShuffleAt(dataset_sample);
   r.first_document = t.document_index[static_cast<size_t>(t.SampleDoc(j))];
   r.first_offset = t.SampleOffset(j);
-  if (tokens) r.token_xxh3 = XXH3_64bits(tokens->data(), tokens->size() * sizeof(int64_t));
+  if (!tokens.empty()) r.token_xxh3 = XXH3_64bits(tokens.data(), tokens.size_bytes());
   return r;
 }
 

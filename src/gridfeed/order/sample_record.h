@@ -5,7 +5,7 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
+#include <span>
 
 #include "gridfeed/order/gpt_tables.h"
 
@@ -25,9 +25,9 @@ struct SampleRecord {
   bool operator==(const SampleRecord&) const = default;
 };
 
-// `tables` are the tables of source `dataset`; `tokens` the sample as AssembleSample gave it,
-// hashed into token_xxh3 unless null (token_xxh3 stays 0).
+// `tables` are the tables of source `dataset`; `tokens` the whole sample's tokens as
+// AssembleSample gives them, hashed into token_xxh3 unless empty (token_xxh3 stays 0).
 SampleRecord MakeSampleRecord(int64_t position, int dataset, int64_t dataset_sample,
-                              const GptTablesView& tables, const std::vector<int64_t>* tokens);
+                              const GptTablesView& tables, std::span<const int64_t> tokens);
 
 }  // namespace gridfeed::order
