@@ -70,7 +70,7 @@ struct Feeder::Impl {
   PayloadLayout layout;
   std::string canonical, fingerprint;
   std::string store_facts;       // rank 0's token store facts (order::EncodeFacts)
-  std::string schedule_history;  // rank 0, mixture schedules: checkpoint::Cursor's
+  std::string schedule_history;  // mixture schedules: checkpoint::Cursor's (every rank)
   StartupTimes startup;
   int64_t split_length = 0;
   int64_t resumed_iteration = 0;
@@ -228,7 +228,7 @@ Status Feeder::Impl::BuildAndShareTables() {
 Status Feeder::Impl::Resume() {
   const parallel::Grid& g = *grid;
   consumed = options.resume.consumed_samples;
-  if (g.world_rank() == 0 && options.data.is_mixture()) {
+  if (options.data.is_mixture()) {
     schedule_history =
         ScheduleHistoryEntry(nlohmann::json::array(), consumed, options.data.mixture_schedule);
   }
@@ -276,6 +276,10 @@ Status Feeder::Impl::Resume() {
   GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastStatus(g.world(), 0, checked.WithContext("rank 0")));
   GRIDFEED_RETURN_IF_ERROR(
       parallel::MpiStatus(MPI_Bcast(point, 2, MPI_INT64_T, 0, g.world()), "MPI_Bcast(cursor)"));
+  // The options are the same on every rank (agreed fingerprint), so all or none broadcast.
+  if (options.data.is_mixture()) {
+    GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(g.world(), 0, &schedule_history));
+  }
   consumed = point[0];
   resumed_iteration = point[1];
   return Status::Ok();
@@ -598,6 +602,7 @@ const std::string& Feeder::fingerprint() const { return impl_->fingerprint; }
 const std::string& Feeder::canonical_config() const { return impl_->canonical; }
 const FeederOptions& Feeder::options() const { return impl_->options; }
 const order::ReadSchedule& Feeder::schedule() const { return *impl_->schedule; }
+const std::string& Feeder::schedule_history() const { return impl_->schedule_history; }
 int64_t Feeder::num_microbatches_per_global_batch() const {
   return impl_->schedule->micro_batches_per_iteration();
 }
