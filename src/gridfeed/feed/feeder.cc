@@ -304,8 +304,26 @@ Status Feeder::Impl::SamePast(const checkpoint::Cursor& saved) const {
   auto layout = order::LayoutMixture(old);
   const std::string stage =
       layout.ok() ? layout->schedule.stages[static_cast<size_t>(layout->StageAt(p))].name : "?";
+  std::string why;
+  // The usual cause: a source whose tables now hold another number of epochs is reshuffled.
+  const auto& sa = a.splits[0]->sources;
+  const auto& sb = b.splits[0]->sources;
+  for (size_t k = 0; k < sa.size() && k < sb.size(); ++k) {
+    const int64_t before = order::TableEpochs(sa[k]), after = order::TableEpochs(sb[k]);
+    if (before == after) continue;
+    const std::string name = layout.ok() && k < layout->schedule.sources.size()
+                                 ? layout->schedule.sources[k].name
+                                 : sa[k].prefix;
+    why += (why.empty() ? "; " : ", ") + std::string("source '") + name +
+           "' is reshuffled: " + "its tables hold " + std::to_string(before) +
+           " epoch(s) under the saved schedule, " + std::to_string(after) +
+           " under the amended one";
+  }
+  if (!why.empty()) {
+    why += " (an amendment may not change how many epochs a source's draws and surplus need)";
+  }
   return FailedPrecondition("position " + std::to_string(p) + " (saved stage '" + stage +
-                            "') reads another sample");
+                            "') reads another sample" + why);
 }
 
 // Every rank plans the same schedule from the same numbers (no communication).
