@@ -3,7 +3,8 @@
 # the shard figures; a two-stage run with a ramp killed after a checkpoint in the first stage
 # and resumed across the stage boundary yields the same ledger as an uninterrupted run (and
 # audit verify proves it); an amended schedule is refused without --allow-schedule-change,
-# refused when it changes the past (naming the stage), accepted when it changes only the
+# refused when it changes the past (naming the stage, and the source whose tables an epoch
+# count change would reshuffle), accepted when it changes only the
 # future, and the checkpoint then keeps both schedules with the position each took effect;
 # accounting reports the largest share deviation in any window of iterations (recomputed here
 # from the records and the schedule's formula) and plots achieved vs target shares; an amended
@@ -182,6 +183,16 @@ if mpirun -n 4 --oversubscribe "$GRIDFEED" run --config "$WORK/past.yaml" "${A[@
   fail "an amendment that changes the past was accepted"
 fi
 grep -q "stage 'main'" "$WORK/past.out" || { cat "$WORK/past.out"; fail "past: stage not named"; }
+# A longer anneal that draws multi past one epoch: its tables would be reshuffled (named).
+sed -e 's/{name: anneal, samples: 96, mixture: {[^}]*}/{name: anneal, samples: 3000, mixture: {u16: 0.05, i32: 0.05, multi: 0.9}/' \
+  "$WORK/s.yaml" > "$WORK/epochs.yaml"
+grep -q "samples: 3000" "$WORK/epochs.yaml" || fail "epochs.yaml"
+if mpirun -n 4 --oversubscribe "$GRIDFEED" run --config "$WORK/epochs.yaml" "${A[@]}" \
+     --resume "$WORK/ck5.h5" --allow-schedule-change > "$WORK/epochs.out" 2>&1; then
+  fail "an amendment that reshuffles a source was accepted"
+fi
+grep -q "source 'multi' is reshuffled: its tables hold 1 epoch(s) under the saved schedule, 2 under" \
+  "$WORK/epochs.out" || { cat "$WORK/epochs.out"; fail "epochs: source not named"; }
 mpirun -n 4 --oversubscribe "$GRIDFEED" run --config "$WORK/future.yaml" "${A[@]}" \
   --resume "$WORK/ck5.h5" --allow-schedule-change > "$WORK/future.out" 2>&1 \
   || { cat "$WORK/future.out"; fail "a future-only amendment was refused"; }
