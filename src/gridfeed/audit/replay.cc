@@ -19,8 +19,10 @@ namespace {
 // every record.
 Result<config::JobOptions> LedgerOptions(const Ledger& ledger, size_t i = 0) {
   config::JobOptions o;
-  GRIDFEED_ASSIGN_OR_RETURN(o.data, config::FromCanonical(ledger.schedules[i].canonical_config));
-  const int64_t from = ledger.schedules[i].position;
+  const bool own = i < ledger.schedules.size();  // ReadLedger fills `schedules`; others may not
+  GRIDFEED_ASSIGN_OR_RETURN(o.data, config::FromCanonical(own ? ledger.schedules[i].canonical_config
+                                                              : ledger.canonical_config));
+  const int64_t from = own ? ledger.schedules[i].position : 0;
   const order::ScheduleOptions* run = nullptr;  // the first run that started under it
   for (const auto& s : ledger.segments) {
     if (s.start_consumed >= from) {
@@ -256,12 +258,14 @@ std::string CheckSchedule(const Ledger& ledger, const Replay& replay) {
 Result<VerifyReport> Verify(const Ledger& ledger) {
   GRIDFEED_ASSIGN_OR_RETURN(const config::JobOptions o, LedgerOptions(ledger));
   VerifyReport report;
-  for (const auto& sc : ledger.schedules) {
+  std::vector<Ledger::Schedule> all = ledger.schedules;
+  if (all.empty()) all.push_back({0, ledger.fingerprint, ledger.canonical_config});
+  for (const auto& sc : all) {
     if (config::FingerprintOf(sc.canonical_config) != sc.fingerprint) {
       report.first_difference =
           "the fingerprint line " + sc.fingerprint +
           (sc.position ? " of the schedule from position " + std::to_string(sc.position) : "") +
-          " is not the hash of its configuration line (" +
+          " is not the hash of the configuration line (" +
           config::FingerprintOf(sc.canonical_config) + ")";
       return report;
     }
