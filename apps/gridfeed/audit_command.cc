@@ -2,7 +2,9 @@
 //   replay      recompute the records of steps A:B from a config (or a ledger's config)
 //   verify      recompute a ledger from its own config, prove exactly-once consumption
 //   accounting  per-source samples, tokens, shares and epochs, per stage of a mixture schedule
-//               too (text, --json, --plot SVG)
+//               too with the largest share deviation in any --window of iterations (text,
+//               --json, --plot SVG)
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -11,6 +13,7 @@
 #include "gridfeed/audit/replay.h"
 #include "gridfeed/config/canonical.h"
 #include "gridfeed/config/flags.h"
+#include "gridfeed/config/mixture_schedule.h"
 #include "gridfeed/core/parse.h"
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/io/file_util.h"
@@ -24,6 +27,7 @@ struct AuditArgs {
   std::string steps = "0:1";
   std::string out;
   int64_t until = -1;
+  int64_t window = 100;
   bool json = false;
   std::string plot;
 };
@@ -117,6 +121,17 @@ Status RunReplay(const AuditArgs& a, const config::OptionFlags& flags) {
   return Status::Ok();
 }
 
+// The mixture's source names (the schedule's keys), in source order; empty without one.
+std::vector<std::string> SourceNames(const audit::Ledger& ledger) {
+  std::vector<std::string> names;
+  auto o = config::FromCanonical(ledger.schedules.back().canonical_config);
+  if (!o.ok() || o->mixture_schedule.empty()) return names;
+  auto s = config::ParseMixtureSchedule(o->mixture_schedule);
+  if (!s.ok()) return names;
+  for (const auto& src : s->sources) names.push_back(src.name);
+  return names;
+}
+
 Status RunVerify(const AuditArgs& a) {
   GRIDFEED_ASSIGN_OR_RETURN(auto ledger, audit::ReadLedger(a.ledger));
   GRIDFEED_ASSIGN_OR_RETURN(auto report, audit::Verify(ledger));
@@ -136,11 +151,30 @@ Status RunVerify(const AuditArgs& a) {
         static_cast<long long>(report.records), ledger.fingerprint.c_str(), when);
     return Status::Ok();
   }
+  std::string schedules;
+  if (report.schedules > 1) {
+    schedules = " under " + std::to_string(report.schedules) +
+                " mixture schedules (each record under the one in force at its position and "
+                "every later one:";
+    for (const auto& s : ledger.schedules) {
+      schedules += " " + s.fingerprint + " from " + std::to_string(s.position);
+    }
+    schedules += ")";
+  }
+  std::string streams;
+  if (!report.source_samples.empty()) {
+    streams = "; each source's stream read exactly once:";
+    const auto names = ledger.schedules.size() ? SourceNames(ledger) : std::vector<std::string>();
+    for (size_t k = 0; k < report.source_samples.size(); ++k) {
+      streams += " " + (k < names.size() ? names[k] : std::to_string(k)) + " [0, " +
+                 std::to_string(report.source_samples[k]) + ")";
+    }
+  }
   std::printf(
       "verify: %lld records match the recomputation from the ledger's own configuration "
-      "(fingerprint %s)%s; global positions [0, %lld) consumed exactly once\n",
-      static_cast<long long>(report.records), ledger.fingerprint.c_str(), when,
-      static_cast<long long>(report.consumed));
+      "(fingerprint %s)%s%s; global positions [0, %lld) consumed exactly once%s\n",
+      static_cast<long long>(report.records), ledger.fingerprint.c_str(), schedules.c_str(), when,
+      static_cast<long long>(report.consumed), streams.c_str());
   return Status::Ok();
 }
 
@@ -169,6 +203,80 @@ std::string XmlEscape(const std::string& text) {
     }
   }
   return out;
+}
+
+// Mixture ledgers: per source and stage, the share achieved over the trailing window of
+// iterations (solid) against the target share over the same positions (dashed), stage
+// boundaries dashed gray. Each line's values are in its data-values attribute too
+// ("iteration:share ...") for tools and tests.
+std::string ShareSvg(const audit::Accounting& acc) {
+  const double left = 60, right = 700, top = 50, bottom = 340;
+  int64_t lo = -1, hi = 0;
+  for (const auto& st : acc.stages) {
+    for (int64_t it : st.iterations) {
+      lo = lo < 0 ? it : std::min(lo, it);
+      hi = std::max(hi, it);
+    }
+  }
+  lo = std::max<int64_t>(lo, 0);
+  const double span = static_cast<double>(std::max<int64_t>(1, hi - lo));
+  auto x = [&](int64_t it) { return left + (right - left) * static_cast<double>(it - lo) / span; };
+  auto y = [&](double v) { return bottom - (bottom - top) * std::clamp(v, 0.0, 1.0); };
+  auto num = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof(b), "%.2f", v);
+    return std::string(b);
+  };
+  const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
+  std::string svg =
+      "<svg xmlns='http://www.w3.org/2000/svg' width='760' height='400'>\n"
+      "<rect width='760' height='400' fill='white'/>\n"
+      "<text x='60' y='20' font-size='14'>share per source: achieved over the trailing " +
+      std::to_string(acc.window) +
+      " iterations of each stage (solid) vs target (dashed)</text>\n"
+      "<line x1='60' y1='340' x2='700' y2='340' stroke='black'/>"
+      "<line x1='60' y1='340' x2='60' y2='50' stroke='black'/>\n"
+      "<text x='35' y='344' font-size='11'>0</text><text x='35' y='54' font-size='11'>1</text>"
+      "<text x='25' y='199' font-size='11'>0.5</text>\n"
+      "<text x='55' y='360' font-size='11'>iteration " +
+      std::to_string(lo) + "</text><text x='620' y='360' font-size='11'>iteration " +
+      std::to_string(hi) + "</text>\n";
+  for (size_t i = 1; i < acc.stages.size(); ++i) {
+    const auto& st = acc.stages[i];
+    if (st.first_iteration < 0) continue;
+    const std::string bx = num(x(st.first_iteration));
+    svg += "<line class='stage-boundary' x1='" + bx + "' y1='340' x2='" + bx +
+           "' y2='50' stroke='gray' stroke-dasharray='4,3'/><text x='" + bx +
+           "' y='45' font-size='10' fill='gray'>" + XmlEscape(st.name) + " (iteration " +
+           std::to_string(st.first_iteration) + ")</text>\n";
+  }
+  for (const auto& st : acc.stages) {
+    for (size_t k = 0; k < st.sources.size(); ++k) {
+      const auto& c = st.sources[k];
+      const std::string color = colors[k % 6];
+      for (const bool target : {false, true}) {
+        const auto& values = target ? c.target_series : c.share_series;
+        std::string pts, data;
+        for (size_t j = 0; j < values.size() && j < st.iterations.size(); ++j) {
+          char v[40];
+          std::snprintf(v, sizeof(v), "%.17g", values[j]);
+          pts += num(x(st.iterations[j])) + "," + num(y(values[j])) + " ";
+          data += std::to_string(st.iterations[j]) + ":" + v + " ";
+        }
+        if (pts.empty()) continue;
+        svg += std::string("<polyline class='") + (target ? "target" : "achieved") +
+               "' data-source='" + XmlEscape(acc.sources[k].prefix) + "' data-stage='" +
+               XmlEscape(st.name) + "' data-values='" + data + "' fill='none' stroke='" + color +
+               (target ? "' stroke-width='1.5' stroke-dasharray='6,3'" : "' stroke-width='2'") +
+               " points='" + pts + "'/>\n";
+      }
+    }
+  }
+  for (size_t k = 0; k < acc.sources.size(); ++k) {
+    svg += "<text x='710' y='" + std::to_string(60 + 15 * k) + "' font-size='11' fill='" +
+           colors[k % 6] + "'>" + XmlEscape(acc.sources[k].prefix) + "</text>\n";
+  }
+  return svg + "</svg>\n";
 }
 
 std::string Svg(const audit::Accounting& acc) {
@@ -218,7 +326,7 @@ std::string Svg(const audit::Accounting& acc) {
 
 Status RunAccounting(const AuditArgs& a) {
   GRIDFEED_ASSIGN_OR_RETURN(auto ledger, audit::ReadLedger(a.ledger));
-  GRIDFEED_ASSIGN_OR_RETURN(auto acc, audit::Account(ledger, a.until));
+  GRIDFEED_ASSIGN_OR_RETURN(auto acc, audit::Account(ledger, a.until, a.window));
   if (a.json) {
     nlohmann::json j = nlohmann::json::array();
     for (size_t k = 0; k < acc.sources.size(); ++k) {
@@ -242,7 +350,14 @@ Status RunAccounting(const AuditArgs& a) {
                           {"samples", c.samples},
                           {"tokens", c.tokens},
                           {"share", c.share},
-                          {"epochs", c.epochs}});
+                          {"epochs", c.epochs},
+                          {"window", acc.window},
+                          {"max_window_deviation",
+                           {{"deviation", c.window.deviation},
+                            {"share", c.window.share},
+                            {"target", c.window.target},
+                            {"first_iteration", c.window.first_iteration},
+                            {"last_iteration", c.window.last_iteration}}}});
       }
       j.back()["stages"] = std::move(stages);
     }
@@ -263,18 +378,28 @@ Status RunAccounting(const AuditArgs& a) {
         std::printf("read [%lld, %lld) from iteration %lld\n", static_cast<long long>(st.begin),
                     static_cast<long long>(st.reached), static_cast<long long>(st.first_iteration));
       }
-      std::printf("  %-38s %10s %10s %12s %10s %10s\n", "source", "target", "share", "tokens",
-                  "samples", "epochs");
+      const std::string dev = "max dev/" + std::to_string(acc.window);
+      std::printf("  %-30s %8s %8s %12s %8s %8s %11s %s\n", "source", "target", "share", "tokens",
+                  "samples", "epochs", dev.c_str(), "(window: iterations, share vs target)");
       for (size_t k = 0; k < acc.sources.size(); ++k) {
         const auto& c = st.sources[k];
-        std::printf("  %-38s %10.4f %10.4f %12lld %10lld %10.4f\n", acc.sources[k].prefix.c_str(),
+        std::printf("  %-30s %8.4f %8.4f %12lld %8lld %8.4f", acc.sources[k].prefix.c_str(),
                     c.target, c.share, static_cast<long long>(c.tokens),
                     static_cast<long long>(c.samples), c.epochs);
+        if (c.window.first_iteration < 0) {
+          std::printf(" %11s\n", "-");
+        } else {
+          std::printf(" %11.4f (%lld-%lld: %.4f vs %.4f)\n", c.window.deviation,
+                      static_cast<long long>(c.window.first_iteration),
+                      static_cast<long long>(c.window.last_iteration), c.window.share,
+                      c.window.target);
+        }
       }
     }
   }
   if (!a.plot.empty()) {
-    GRIDFEED_RETURN_IF_ERROR(io::WriteStringToFile(a.plot, Svg(acc)));
+    GRIDFEED_RETURN_IF_ERROR(
+        io::WriteStringToFile(a.plot, acc.stages.empty() ? Svg(acc) : ShareSvg(acc)));
     if (!a.json) std::printf("plot: %s\n", a.plot.c_str());
   }
   return Status::Ok();
@@ -299,8 +424,15 @@ Runner RegisterAudit(CLI::App& app) {
   accounting->add_option("--ledger", a->ledger)->required();
   accounting->add_option("--until-step", a->until, "Count iterations before this one");
   accounting->add_flag("--json", a->json);
+  accounting
+      ->add_option("--window", a->window,
+                   "Iterations per window for the largest share deviation in any window of a "
+                   "stage (and the plot's trailing shares)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   accounting->add_option("--plot", a->plot,
-                         "SVG of consumed tokens per source over steps (stage boundaries dashed)");
+                         "SVG: with a mixture schedule, achieved vs target share per source over "
+                         "iterations with the stage boundaries; else consumed tokens per source");
   return [=]() -> Status {
     if (replay->parsed()) return RunReplay(*a, *flags);
     if (verify->parsed()) return RunVerify(*a);

@@ -158,8 +158,11 @@ Status RunFeeder(const RunArgs& a, const config::OptionFlags& flags) {
   if (!options.run.ledger.empty()) {
     Status opened;
     if (g.is_reader() && g.first_stage() && g.cp_rank() == 0) {
-      auto w = audit::LedgerWriter::Open(options.run.ledger, g.dp_rank(), f->fingerprint(),
-                                         f->canonical_config(), f->schedule());
+      auto history = audit::ParseScheduleHistory(f->schedule_history());
+      auto w = history.ok()
+                   ? audit::LedgerWriter::Open(options.run.ledger, g.dp_rank(), f->fingerprint(),
+                                               f->canonical_config(), f->schedule(), *history)
+                   : Result<std::unique_ptr<audit::LedgerWriter>>(history.status());
       if (w.ok()) {
         ledger = std::move(w).value();
       } else {

@@ -126,5 +126,139 @@ TEST(Ledger, MalformedLineIsReported) {
   EXPECT_NE(l.status().message().find("line 3"), std::string::npos);
 }
 
+// Mixture configurations: schedule text A or B, the rest equal.
+const char* kConfigA = "{\"mixture-schedule\":\"A\",\"seed\":1}";
+const char* kConfigB = "{\"mixture-schedule\":\"B\",\"seed\":1}";
+
+std::vector<ScheduleEntry> History(std::vector<std::pair<int64_t, std::string>> entries) {
+  std::vector<ScheduleEntry> out;
+  for (auto& [p, s] : entries) out.push_back({p, s});
+  return out;
+}
+
+int CountLines(const std::string& text, const std::string& prefix) {
+  int n = 0;
+  size_t at = 0;
+  while ((at = text.find("\n" + prefix, at)) != std::string::npos) {
+    ++n;
+    ++at;
+  }
+  return n;
+}
+
+TEST(Ledger, AmendedScheduleContinuesInTheSameLedger) {
+  const std::string dir = gridfeed::testing::ScratchDir("ledger_amend");
+  const auto a = History({{0, "A"}});
+  const auto ab = History({{0, "A"}, {3, "B"}});
+  {
+    auto w = LedgerWriter::Open(dir, 0, "aaaa", kConfigA, Schedule(0), a);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    for (int p = 0; p < 5; ++p) ASSERT_TRUE((*w)->Append(Rec(p)).ok());  // crashed after 5
+  }
+  EXPECT_EQ(io::ReadFileToString(dir + "/dp0.tsv")->rfind("# gridfeed ledger v2\n", 0), 0u);
+  {  // resumed from the checkpoint at sample 3 with schedule B
+    auto w = LedgerWriter::Open(dir, 0, "bbbb", kConfigB, Schedule(3), ab);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    for (int p = 3; p < 6; ++p) ASSERT_TRUE((*w)->Append(Rec(p)).ok());
+  }
+  {  // resumed again at 6, still B: no second schedule line
+    auto w = LedgerWriter::Open(dir, 0, "bbbb", kConfigB, Schedule(6), ab);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    ASSERT_TRUE((*w)->Append(Rec(6)).ok());
+  }
+  const std::string text = io::ReadFileToString(dir + "/dp0.tsv").value();
+  EXPECT_EQ(text.rfind("# gridfeed ledger v3\n", 0), 0u) << text;
+  EXPECT_EQ(CountLines(text, "# schedule "), 1) << text;
+  EXPECT_NE(text.find("\n# schedule position=3 fingerprint=bbbb\n# config " +
+                      std::string(kConfigB) + "\n"),
+            std::string::npos)
+      << text;
+  auto l = ReadLedger(dir);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ(l->version, 3);
+  EXPECT_EQ(l->fingerprint, "aaaa");
+  ASSERT_EQ(l->schedules.size(), 2u);
+  EXPECT_EQ(l->schedules[0].position, 0);
+  EXPECT_EQ(l->schedules[0].canonical_config, kConfigA);
+  EXPECT_EQ(l->schedules[1].position, 3);
+  EXPECT_EQ(l->schedules[1].fingerprint, "bbbb");
+  EXPECT_EQ(l->schedules[1].canonical_config, kConfigB);
+  EXPECT_EQ(l->ScheduleAt(2), 0u);
+  EXPECT_EQ(l->ScheduleAt(3), 1u);
+  ASSERT_EQ(l->entries.size(), 7u);  // 3, 4 of the first run were dropped
+  for (int p = 0; p < 7; ++p) EXPECT_EQ(l->entries[p].record.position, p);
+
+  // A run whose history lacks the amendment (another branch) may not write here...
+  auto other = LedgerWriter::Open(dir, 0, "aaaa", kConfigA, Schedule(6), a);
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("position 3"), std::string::npos)
+      << other.status().message();
+  // ...nor one whose configuration differs besides the schedule.
+  auto seed = LedgerWriter::Open(dir, 0, "cccc", "{\"mixture-schedule\":\"B\",\"seed\":2}",
+                                 Schedule(6), ab);
+  ASSERT_FALSE(seed.ok());
+  EXPECT_NE(seed.status().message().find("fingerprint"), std::string::npos);
+  // Rolled back to the checkpoint at 2 with schedule A: the amendment goes with its records.
+  {
+    auto w = LedgerWriter::Open(dir, 0, "aaaa", kConfigA, Schedule(2), a);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+  }
+  auto back = ReadLedger(dir);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->schedules.size(), 1u);
+  EXPECT_EQ(back->entries.size(), 2u);
+}
+
+TEST(Ledger, NewDpRankOfAnAmendedRunStartsFromRankZerosSchedules) {
+  const std::string dir = gridfeed::testing::ScratchDir("ledger_amend_grow");
+  const auto ab = History({{0, "A"}, {4, "B"}});
+  {
+    auto w = LedgerWriter::Open(dir, 0, "aaaa", kConfigA, Schedule(0), History({{0, "A"}}));
+    ASSERT_TRUE(w.ok());
+    for (int p = 0; p < 4; ++p) ASSERT_TRUE((*w)->Append(Rec(p)).ok());
+  }
+  {
+    auto w = LedgerWriter::Open(dir, 0, "bbbb", kConfigB, Schedule(4, 2), ab);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+  }
+  {
+    auto w = LedgerWriter::Open(dir, 1, "bbbb", kConfigB, Schedule(4, 2), ab);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    LedgerRecord r = Rec(5);
+    r.dp_rank = 1;
+    ASSERT_TRUE((*w)->Append(r).ok());
+  }
+  const std::string text = io::ReadFileToString(dir + "/dp1.tsv").value();
+  EXPECT_EQ(text.rfind("# gridfeed ledger v3\n# fingerprint aaaa\n", 0), 0u) << text;
+  EXPECT_EQ(CountLines(text, "# schedule position=4 fingerprint=bbbb"), 1) << text;
+  EXPECT_EQ(CountLines(text, "0\t"), 0) << text;  // none of DP rank 0's records
+  auto l = ReadLedger(dir);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  ASSERT_EQ(l->schedules.size(), 2u);
+  EXPECT_EQ(l->entries.size(), 5u);
+}
+
+TEST(Ledger, FilesThatDisagreeOnAnAmendmentAreRefused) {
+  const std::string dir = gridfeed::testing::ScratchDir("ledger_amend_conflict");
+  const std::string head = "# gridfeed ledger v3\n# fingerprint aaaa\n# config {}\n";
+  ASSERT_TRUE(io::WriteStringToFile(dir + "/dp0.tsv",
+                                    head + "# schedule position=8 fingerprint=bbbb\n# config {}\n")
+                  .ok());
+  ASSERT_TRUE(io::WriteStringToFile(dir + "/dp1.tsv",
+                                    head + "# schedule position=8 fingerprint=cccc\n# config {}\n")
+                  .ok());
+  auto l = ReadLedger(dir);
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.status().message().find("position 8"), std::string::npos) << l.status().message();
+  // A schedule line in a version-2 file is malformed.
+  ASSERT_TRUE(io::WriteStringToFile(dir + "/dp1.tsv",
+                                    "# gridfeed ledger v2\n# fingerprint aaaa\n# config {}\n"
+                                    "# schedule position=8 fingerprint=bbbb\n# config {}\n")
+                  .ok());
+  auto v2 = ReadLedger(dir);
+  ASSERT_FALSE(v2.ok());
+  EXPECT_EQ(v2.status().code(), StatusCode::kDataLoss);
+}
+
 }  // namespace
 }  // namespace gridfeed::audit

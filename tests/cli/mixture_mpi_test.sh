@@ -3,8 +3,13 @@
 # the shard figures; a two-stage run with a ramp killed after a checkpoint in the first stage
 # and resumed across the stage boundary yields the same ledger as an uninterrupted run (and
 # audit verify proves it); an amended schedule is refused without --allow-schedule-change,
-# refused when it changes the past (naming the stage), accepted when it changes only the
-# future, and the checkpoint then keeps both schedules with the position each took effect.
+# refused when it changes the past (naming the stage, and the source whose tables an epoch
+# count change would reshuffle), accepted when it changes only the
+# future, and the checkpoint then keeps both schedules with the position each took effect;
+# accounting reports the largest share deviation in any window of iterations (recomputed here
+# from the records and the schedule's formula) and plots achieved vs target shares; an amended
+# run killed and resumed continues in the same ledger, which audit verify proves per schedule,
+# and a shifted schedule line fails it.
 set -euo pipefail
 GRIDFEED=$(realpath "$1")
 GOLDEN=$(realpath "$2")
@@ -65,11 +70,12 @@ echo "kill + resume across the stage boundary: ledger equals the uninterrupted o
 # position against the schedule's boundaries (96 samples per stage), the targets are the written
 # weights (anneal: a 32-sample ramp from main's weights), and the plot marks the boundary at
 # iteration 96 / 16 = 6.
-"$GRIDFEED" audit accounting --ledger "$WORK/full" --plot "$WORK/acc.svg" > "$WORK/acc.txt" \
+"$GRIDFEED" audit accounting --ledger "$WORK/full" --window 2 --plot "$WORK/acc.svg" \
+  > "$WORK/acc.txt" \
   || { cat "$WORK/acc.txt"; fail "audit accounting"; }
 grep -q "stage 'anneal': positions \[96, 192), read \[96, 192) from iteration 6" "$WORK/acc.txt" \
   || { cat "$WORK/acc.txt"; fail "accounting: no per-stage table"; }
-"$GRIDFEED" audit accounting --ledger "$WORK/full" --json > "$WORK/acc.json" \
+"$GRIDFEED" audit accounting --ledger "$WORK/full" --window 2 --json > "$WORK/acc.json" \
   || fail "audit accounting --json"
 /usr/bin/python3 - "$WORK" <<'PY' || fail "per-stage accounting"
 import glob, json, sys
@@ -106,6 +112,64 @@ svg = open(f"{w}/acc.svg").read()
 assert svg.count("class='stage-boundary'") == 1 and "anneal (iteration 6)" in svg, svg
 print("per-stage accounting: counts, shares and targets match the ledger and the schedule")
 PY
+/usr/bin/python3 - "$WORK/full" "$WORK/acc.json" "$WORK/acc.svg" \
+  "u16: 0.6, i32: 0.3, multi: 0.1" "u16: 0.2, i32: 0.3, multi: 0.5" <<'PY' || fail "windows"
+import glob, json, re, sys
+ledger, acc_json, svg_path = sys.argv[1:4]
+names = ["u16", "i32", "multi"]
+weights = [dict((k.strip(), float(v)) for k, v in (p.split(":") for p in m.split(",")))
+           for m in sys.argv[4:6]]
+main, anneal = ([w[k] for k in names] for w in weights)
+W = 2
+def T(k, q):  # cumulative target: main constant, anneal ramps linearly over 32 samples
+    if q <= 96:
+        return main[k] * q
+    x, r = q - 96, 32
+    if x <= r:
+        return main[k] * 96 + main[k] * x + (anneal[k] - main[k]) * x * x / (2 * r)
+    return main[k] * 96 + (main[k] + anneal[k]) * r / 2 + anneal[k] * (x - r)
+reads = [{}, {}]  # stage -> iteration -> [begin, end, counts]
+for f in glob.glob(f"{ledger}/dp*.tsv"):
+    for line in open(f):
+        if line.startswith("#") or line.startswith("iteration"):
+            continue
+        it, _, _, pos, ds = (int(x) for x in line.split("\t")[:5])
+        r = reads[0 if pos < 96 else 1].setdefault(it, [pos, pos + 1, [0, 0, 0]])
+        r[0], r[1] = min(r[0], pos), max(r[1], pos + 1)
+        r[2][ds] += 1
+acc = json.load(open(acc_json))
+svg = open(svg_path).read()
+lines = {(m[0], m[1], m[2]): [tuple(map(float, v.split(":"))) for v in m[3].split()]
+         for m in re.findall(r"<polyline class='(achieved|target)' data-source='([^']*)' "
+                             r"data-stage='([^']*)' data-values='([^']*)'", svg)}
+largest = 0
+for st, name in enumerate(["main", "anneal"]):
+    its = sorted(reads[st])
+    n = len(its)
+    for k, src in enumerate(names):
+        best, series = None, []
+        for e in range(n):
+            s = max(0, e - W + 1)
+            win = [reads[st][i] for i in its[s:e + 1]]
+            a, b = min(w[0] for w in win), max(w[1] for w in win)
+            share = sum(w[2][k] for w in win) / sum(sum(w[2]) for w in win)
+            target = (T(k, b) - T(k, a)) / (b - a)
+            series.append((its[e], share, target))
+            if (e - s + 1 == W or (n < W and e == n - 1)) and \
+                    (best is None or abs(share - target) > best):
+                best = abs(share - target)
+        got = [g for g in acc[k]["stages"] if g["stage"] == name][0]
+        assert got["window"] == W, got
+        assert abs(got["max_window_deviation"]["deviation"] - best) < 1e-9, (src, name, got, best)
+        largest = max(largest, best)
+        for cls, col in (("achieved", 1), ("target", 2)):
+            drawn = lines[(cls, src, name)]
+            assert len(drawn) == n, (cls, src, name, drawn)
+            for (it, v), want in zip(drawn, series):
+                assert it == want[0] and abs(v - want[col]) < 1e-9, (cls, src, name, it, v, want)
+assert largest > 0, "no window deviates: the check would prove nothing"
+print(f"windows of {W} iterations: largest deviations and plotted shares match (max {largest:.4f})")
+PY
 
 # Amendments, resumed from the checkpoint at iteration 5 (sample 80, stage 'main').
 A=(--micro-batch-size 2 --global-batch-size 16 --train-iters 12 --save "$WORK/amended.h5")
@@ -119,10 +183,74 @@ if mpirun -n 4 --oversubscribe "$GRIDFEED" run --config "$WORK/past.yaml" "${A[@
   fail "an amendment that changes the past was accepted"
 fi
 grep -q "stage 'main'" "$WORK/past.out" || { cat "$WORK/past.out"; fail "past: stage not named"; }
+# A longer anneal that draws multi past one epoch: its tables would be reshuffled (named).
+sed -e 's/{name: anneal, samples: 96, mixture: {[^}]*}/{name: anneal, samples: 3000, mixture: {u16: 0.05, i32: 0.05, multi: 0.9}/' \
+  "$WORK/s.yaml" > "$WORK/epochs.yaml"
+grep -q "samples: 3000" "$WORK/epochs.yaml" || fail "epochs.yaml"
+if mpirun -n 4 --oversubscribe "$GRIDFEED" run --config "$WORK/epochs.yaml" "${A[@]}" \
+     --resume "$WORK/ck5.h5" --allow-schedule-change > "$WORK/epochs.out" 2>&1; then
+  fail "an amendment that reshuffles a source was accepted"
+fi
+grep -q "source 'multi' is reshuffled: its tables hold 1 epoch(s) under the saved schedule, 2 under" \
+  "$WORK/epochs.out" || { cat "$WORK/epochs.out"; fail "epochs: source not named"; }
 mpirun -n 4 --oversubscribe "$GRIDFEED" run --config "$WORK/future.yaml" "${A[@]}" \
   --resume "$WORK/ck5.h5" --allow-schedule-change > "$WORK/future.out" 2>&1 \
   || { cat "$WORK/future.out"; fail "a future-only amendment was refused"; }
 h5dump -a /gridfeed/schedule_history "$WORK/amended.h5" > "$WORK/history.txt"
 grep -q '"position":80,' "$WORK/history.txt" || { cat "$WORK/history.txt"; fail "history"; }
 grep -q '"position":0,' "$WORK/history.txt" || { cat "$WORK/history.txt"; fail "history"; }
+
+# The amended run continues in the killed run's ledger: killed after its checkpoint at
+# iteration 8, resumed (the amendment now in its checkpoint), then verified per schedule.
+cp -r "$WORK/cut" "$WORK/amend"
+B=(--config "$WORK/future.yaml" --micro-batch-size 2 --global-batch-size 16 --train-iters 12
+   --ledger "$WORK/amend" --save "$WORK/amend.h5" --save-interval 2)
+set +e
+mpirun -n 4 --oversubscribe "$GRIDFEED" run "${B[@]}" --resume "$WORK/ck5.h5" \
+  --allow-schedule-change --testing-kill-rank 0 --testing-kill-step 9 > "$WORK/amend1.out" 2>&1
+rc=$?
+set -e
+[ "$rc" -ne 0 ] || fail "the killed amended run exited 0"
+grep -q "amended mixture schedule from sample 80" "$WORK/amend1.out" \
+  || { cat "$WORK/amend1.out"; fail "not amended"; }
+mpirun -n 4 --oversubscribe "$GRIDFEED" run "${B[@]}" --resume "$WORK/amend.h5" \
+  > "$WORK/amend2.out" 2>&1 || { cat "$WORK/amend2.out"; fail "resume of the amended run"; }
+grep -q "at iteration 8" "$WORK/amend2.out" || { cat "$WORK/amend2.out"; fail "resume point"; }
+for f in "$WORK"/amend/dp*.tsv; do
+  head -1 "$f" | grep -qx "# gridfeed ledger v3" || fail "$(basename "$f"): not version 3"
+  [ "$(grep -c '^# schedule position=80 ' "$f")" = 1 ] || fail "$(basename "$f"): schedule lines"
+  # Positions before the amendment are the original run's records.
+  cmp <(awk -F'\t' '!/^#/ && $4 < 80' "$f") \
+      <(awk -F'\t' '!/^#/ && $4 < 80' "$WORK/full/$(basename "$f")") \
+    || fail "$(basename "$f"): the records before the amendment changed"
+done
+"$GRIDFEED" audit verify --ledger "$WORK/amend" > "$WORK/verify_amend.out" 2>&1 \
+  || { cat "$WORK/verify_amend.out"; fail "audit verify of the amended ledger"; }
+grep -q "under 2 mixture schedules" "$WORK/verify_amend.out" \
+  || { cat "$WORK/verify_amend.out"; fail "verify: schedules"; }
+grep -q "positions \[0, 192) consumed exactly once; each source's stream read exactly once" \
+  "$WORK/verify_amend.out" || { cat "$WORK/verify_amend.out"; fail "verify: streams"; }
+# The anneal stage's targets are the amendment's (a 32-sample ramp to u16 0.1, i32 0.1, multi 0.8).
+"$GRIDFEED" audit accounting --ledger "$WORK/amend" --json > "$WORK/amend.json" \
+  || fail "accounting of the amended ledger"
+/usr/bin/python3 - "$WORK/amend.json" <<'PY' || fail "amended accounting targets"
+import json, sys
+main = {"u16": 0.6, "i32": 0.3, "multi": 0.1}
+anneal = {"u16": 0.1, "i32": 0.1, "multi": 0.8}
+for a in json.load(open(sys.argv[1])):
+    k = a["source"]
+    want = [main[k], (32 * (main[k] + anneal[k]) / 2 + 64 * anneal[k]) / 96]
+    got = [s["target"] for s in a["stages"]]
+    assert all(abs(g - w) < 1e-9 for g, w in zip(got, want)), (k, got, want)
+PY
+# Tampering: the schedule line moved to position 64 (or 96) no longer matches who read what.
+for moved in 64 96; do
+  rm -rf "$WORK/shifted" && cp -r "$WORK/amend" "$WORK/shifted"
+  sed -i "s/^# schedule position=80 /# schedule position=$moved /" "$WORK"/shifted/dp*.tsv
+  if "$GRIDFEED" audit verify --ledger "$WORK/shifted" > "$WORK/shifted.out" 2>&1; then
+    fail "a schedule line shifted to $moved passed audit verify"
+  fi
+  grep -q "governs it" "$WORK/shifted.out" || { cat "$WORK/shifted.out"; fail "shift message"; }
+done
+echo "amended run: one ledger across kill, resume and amendment, verified per schedule"
 echo "cli mixture: ok"

@@ -8,10 +8,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <sstream>
 
+#include "gridfeed/config/canonical.h"
 #include "gridfeed/core/parse.h"
 #include "gridfeed/io/file_util.h"
 
@@ -49,35 +53,154 @@ Result<order::ScheduleOptions> ParseSegment(const std::string& line) {
   return s;
 }
 
+std::string FormatScheduleLine(int64_t position, const std::string& fingerprint) {
+  return std::string(kSchedulePrefix) + "position=" + std::to_string(position) +
+         " fingerprint=" + fingerprint;
+}
+
+Result<std::pair<int64_t, std::string>> ParseScheduleLine(const std::string& line) {
+  int64_t position = -1;
+  char fp[64] = {0};
+  if (!line.starts_with(kSchedulePrefix) ||
+      std::sscanf(line.c_str() + kSchedulePrefix.size(), "position=%" SCNd64 " fingerprint=%63s",
+                  &position, fp) != 2 ||
+      position < 1 || FormatScheduleLine(position, fp) != line) {
+    return DataLoss("malformed schedule line '" + line + "'");
+  }
+  return std::pair<int64_t, std::string>(position, fp);
+}
+
+Result<std::vector<ScheduleEntry>> ParseScheduleHistory(const std::string& json) {
+  std::vector<ScheduleEntry> out;
+  if (json.empty()) return out;
+  const auto j = nlohmann::json::parse(json, nullptr, false);
+  if (!j.is_array()) return DataLoss("a schedule history is not a JSON list");
+  for (const auto& e : j) {
+    if (!e.is_object() || !e.contains("position") || !e["position"].is_number_integer() ||
+        !e.contains("schedule") || !e["schedule"].is_string() || e["position"].get<int64_t>() < 0 ||
+        (!out.empty() && e["position"].get<int64_t>() < out.back().position)) {
+      return DataLoss("malformed schedule history entry " + e.dump());
+    }
+    out.push_back({e["position"].get<int64_t>(), e["schedule"].get<std::string>()});
+  }
+  return out;
+}
+
+size_t Ledger::ScheduleAt(int64_t position) const {
+  size_t i = 0;
+  while (i + 1 < schedules.size() && schedules[i + 1].position <= position) ++i;
+  return i;
+}
+
 namespace {
 
-// Rewrites `path` without the records read at or after (iteration, micro_batch) and without a
-// torn line; FailedPrecondition when the file belongs to another fingerprint.
-Status TrimFile(const std::string& path, const std::string& fingerprint, int64_t iteration,
-                int64_t micro_batch) {
+// A ledger file's lines after a resume's trim, and the schedules they name (header first).
+struct FileImage {
+  std::vector<std::string> lines;
+  std::vector<Ledger::Schedule> schedules;
+  bool changed = false;
+};
+
+// Reads `path` without the records read at or after (iteration, micro_batch), without a torn
+// line and without the schedule lines (and their config lines) at positions >= `from`.
+Result<FileImage> LoadTrimmed(const std::string& path, int64_t iteration, int64_t micro_batch,
+                              int64_t from) {
   std::ifstream in(path);
-  std::string line, kept;
-  bool dropped = false;
+  if (!in) return IoError("cannot read ledger '" + path + "': " + std::strerror(errno));
+  FileImage img;
+  std::string line;
+  bool config_of_schedule = false, drop_config = false;
   while (std::getline(in, line)) {
-    if (line.starts_with(kFingerprintPrefix) &&
-        line.substr(kFingerprintPrefix.size()) != fingerprint) {
-      return FailedPrecondition("ledger '" + path + "' belongs to fingerprint " +
-                                line.substr(kFingerprintPrefix.size()) + ", this run is " +
-                                fingerprint + "; use another --ledger folder");
-    }
-    if (!line.empty() && line[0] != '#' && line.rfind("iteration\t", 0) != 0) {
+    if (line.starts_with(kFingerprintPrefix) && img.schedules.empty()) {
+      img.schedules.push_back({0, line.substr(kFingerprintPrefix.size()), ""});
+    } else if (line.starts_with(kSchedulePrefix)) {
+      auto sl = ParseScheduleLine(line);
+      if (!sl.ok()) return sl.status().WithContext("ledger '" + path + "'");
+      config_of_schedule = true;
+      drop_config = sl->first >= from;
+      if (drop_config) {
+        img.changed = true;
+        continue;
+      }
+      img.schedules.push_back({sl->first, sl->second, ""});
+    } else if (line.starts_with(kConfigPrefix)) {
+      const bool drop = config_of_schedule && drop_config;
+      config_of_schedule = drop_config = false;
+      if (drop) continue;
+      if (!img.schedules.empty() && img.schedules.back().canonical_config.empty()) {
+        img.schedules.back().canonical_config = line.substr(kConfigPrefix.size());
+      }
+    } else if (!line.empty() && line[0] != '#' && line.rfind("iteration\t", 0) != 0) {
       int64_t it, mb;
       if (std::sscanf(line.c_str(), "%" SCNd64 "\t%" SCNd64, &it, &mb) != 2 ||
           std::make_pair(it, mb) >= std::make_pair(iteration, micro_batch) ||
           std::count(line.begin(), line.end(), '\t') != 8) {
-        dropped = true;
+        img.changed = true;
         continue;
       }
     }
-    kept += line + "\n";
+    img.lines.push_back(line);
   }
-  if (dropped) GRIDFEED_RETURN_IF_ERROR(io::WriteStringToFile(path, kept));
+  return img;
+}
+
+// Whether this run may write to a file holding `img`; sets *append when the run's schedule (an
+// amendment) is not in the file yet.
+Status CheckCompatible(const std::string& path, const FileImage& img,
+                       const std::string& fingerprint, const std::string& canonical,
+                       const std::vector<ScheduleEntry>& history, bool* append) {
+  *append = false;
+  if (img.schedules.empty()) return Status::Ok();  // no header yet
+  const auto& header = img.schedules.front();
+  auto other = [&](const std::string& why) {
+    return FailedPrecondition("ledger '" + path + "' belongs to fingerprint " + header.fingerprint +
+                              ", this run is " + fingerprint + " (" + why +
+                              "); use another --ledger folder");
+  };
+  if (history.empty()) {
+    if (img.schedules.back().fingerprint != fingerprint) return other("another configuration");
+    return Status::Ok();
+  }
+  if (config::WithoutMixtureSchedule(header.canonical_config) !=
+      config::WithoutMixtureSchedule(canonical)) {
+    return other("another configuration besides the mixture schedule");
+  }
+  if (config::MixtureScheduleOf(header.canonical_config) != history.front().schedule) {
+    return other("its first mixture schedule is not the first of this run's schedule history");
+  }
+  for (size_t i = 1; i < img.schedules.size(); ++i) {
+    const auto& s = img.schedules[i];
+    const bool known = std::any_of(history.begin() + 1, history.end(), [&](const auto& h) {
+      return h.position == s.position &&
+             h.schedule == config::MixtureScheduleOf(s.canonical_config);
+    });
+    if (!known) {
+      return FailedPrecondition("ledger '" + path + "' holds a mixture schedule from position " +
+                                std::to_string(s.position) +
+                                " that this run's schedule history (from its checkpoint) does "
+                                "not; use another --ledger folder");
+    }
+  }
+  const ScheduleEntry& now = history.back();
+  for (size_t i = 0; i < img.schedules.size(); ++i) {
+    const int64_t position = i == 0 ? history.front().position : img.schedules[i].position;
+    if (position != now.position) continue;
+    if (img.schedules[i].fingerprint != fingerprint) {
+      return FailedPrecondition("ledger '" + path + "' holds fingerprint " +
+                                img.schedules[i].fingerprint + " from position " +
+                                std::to_string(position) + ", this run is " + fingerprint +
+                                "; use another --ledger folder");
+    }
+    return Status::Ok();
+  }
+  *append = true;
   return Status::Ok();
+}
+
+Status WriteImage(const std::string& path, const FileImage& img) {
+  std::string text;
+  for (const auto& l : img.lines) text += l + "\n";
+  return io::WriteStringToFile(path, text);
 }
 
 std::string FilePath(const std::string& dir, int64_t dp_rank) {
@@ -86,16 +209,40 @@ std::string FilePath(const std::string& dir, int64_t dp_rank) {
 
 }  // namespace
 
-Result<std::unique_ptr<LedgerWriter>> LedgerWriter::Open(const std::string& dir, int dp_rank,
-                                                         const std::string& fingerprint,
-                                                         const std::string& canonical_config,
-                                                         const order::ReadSchedule& schedule) {
+Result<std::unique_ptr<LedgerWriter>> LedgerWriter::Open(
+    const std::string& dir, int dp_rank, const std::string& fingerprint,
+    const std::string& canonical_config, const order::ReadSchedule& schedule,
+    const std::vector<ScheduleEntry>& history) {
   GRIDFEED_RETURN_IF_ERROR(io::MakeDirs(dir));
   std::unique_ptr<LedgerWriter> w(new LedgerWriter());
   w->path_ = FilePath(dir, dp_rank);
   const auto [iteration, micro_batch] = schedule.Place(0);
+  const int64_t from = schedule.options().start_consumed;
   const bool exists = std::filesystem::exists(w->path_);
-  if (exists) GRIDFEED_RETURN_IF_ERROR(TrimFile(w->path_, fingerprint, iteration, micro_batch));
+  FileImage img;
+  if (exists) {
+    GRIDFEED_ASSIGN_OR_RETURN(img, LoadTrimmed(w->path_, iteration, micro_batch, from));
+  } else if (history.size() > 1 && std::filesystem::exists(FilePath(dir, 0))) {
+    // A new DP rank of an amended run: the schedules so far, from DP rank 0's file.
+    GRIDFEED_ASSIGN_OR_RETURN(img, LoadTrimmed(FilePath(dir, 0), iteration, micro_batch, from));
+    std::erase_if(img.lines, [](const std::string& l) {
+      return !l.starts_with("#") ? l.rfind("iteration\t", 0) != 0 : l.starts_with(kSegmentPrefix);
+    });
+    img.changed = true;
+  }
+  bool append = false;
+  GRIDFEED_RETURN_IF_ERROR(
+      CheckCompatible(w->path_, img, fingerprint, canonical_config, history, &append));
+  if (append && !img.lines.empty() && img.lines.front() != kAmendedFormatLine) {
+    // Holds an amendment from now on (a version-1 file had no format line).
+    if (img.lines.front().starts_with(kFormatPrefix)) {
+      img.lines.front() = std::string(kAmendedFormatLine);
+    } else {
+      img.lines.insert(img.lines.begin(), std::string(kAmendedFormatLine));
+    }
+    img.changed = true;
+  }
+  if (img.changed) GRIDFEED_RETURN_IF_ERROR(WriteImage(w->path_, img));
   if (dp_rank == 0) {
     // Files of DP ranks this run does not have: nobody else trims them.
     std::error_code ec;
@@ -104,7 +251,12 @@ Result<std::unique_ptr<LedgerWriter>> LedgerWriter::Open(const std::string& dir,
       const std::string name = e.path().filename().string();
       if (std::sscanf(name.c_str(), "dp%" SCNd64 ".tsv", &k) == 1 &&
           name == "dp" + std::to_string(k) + ".tsv" && k >= schedule.options().dp_size) {
-        GRIDFEED_RETURN_IF_ERROR(TrimFile(e.path().string(), fingerprint, iteration, micro_batch));
+        GRIDFEED_ASSIGN_OR_RETURN(auto other,
+                                  LoadTrimmed(e.path().string(), iteration, micro_batch, from));
+        bool unused = false;
+        GRIDFEED_RETURN_IF_ERROR(CheckCompatible(e.path().string(), other, fingerprint,
+                                                 canonical_config, history, &unused));
+        if (other.changed) GRIDFEED_RETURN_IF_ERROR(WriteImage(e.path().string(), other));
       }
     }
   }
@@ -113,9 +265,12 @@ Result<std::unique_ptr<LedgerWriter>> LedgerWriter::Open(const std::string& dir,
     return IoError("cannot open ledger '" + w->path_ + "': " + std::strerror(errno));
   }
   std::string header;
-  if (!exists) {
+  if (img.lines.empty()) {
     header = std::string(kLedgerFormatLine) + "\n" + std::string(kFingerprintPrefix) + fingerprint +
              "\n" + std::string(kConfigPrefix) + canonical_config + "\n" + kLedgerColumns + "\n";
+  } else if (append) {
+    header = FormatScheduleLine(history.back().position, fingerprint) + "\n" +
+             std::string(kConfigPrefix) + canonical_config + "\n";
   }
   header += FormatSegment(schedule.options()) + "\n";
   if (std::fputs(header.c_str(), w->file_) == EOF) {
@@ -166,33 +321,40 @@ Result<Ledger> ReadLedger(const std::string& dir) {
            a.global_batch_size == b.global_batch_size && a.start_consumed == b.start_consumed &&
            a.start_iteration == b.start_iteration;
   };
+  std::map<int64_t, Ledger::Schedule> amendments;  // by position, over all files
   for (const auto& [rank, path] : files) {
     std::ifstream in(path);
     std::string line;
     int64_t n = 0;
     int segment = -1;
     int64_t segment_line = 0;
+    int file_version = 0;
+    bool header_seen = false;
+    std::optional<Ledger::Schedule> pending;  // a schedule line waiting for its config line
     while (std::getline(in, line)) {
       ++n;
+      const std::string where = "ledger '" + path + "' line " + std::to_string(n);
       if (line.empty()) continue;
+      if (pending && !line.starts_with(kConfigPrefix)) {
+        return DataLoss(where + ": a schedule line without its config line");
+      }
       if (line.starts_with(kFormatPrefix)) {
         const int version = std::atoi(line.c_str() + kFormatPrefix.size());
-        if (version < 1 || version > 2) {
+        if (version < 1 || version > 3) {
           return DataLoss("ledger '" + path + "' has format version " +
-                          line.substr(kFormatPrefix.size()) + "; this gridfeed reads 1 and 2");
+                          line.substr(kFormatPrefix.size()) + "; this gridfeed reads 1 to 3");
         }
-        if (ledger.version != 0 && ledger.version != version) {
+        // Version 3 only adds schedule lines to version 2: files of one ledger may differ so.
+        if (ledger.version != 0 && (ledger.version < 2) != (version < 2)) {
           return FailedPrecondition("ledger '" + path + "' mixes format versions");
         }
-        ledger.version = version;
+        ledger.version = std::max(ledger.version, version);
+        file_version = version;
         continue;
       }
       if (line.starts_with(kSegmentPrefix)) {
         auto seg = ParseSegment(line);
-        if (!seg.ok()) {
-          return DataLoss("ledger '" + path + "' line " + std::to_string(n) + ": " +
-                          seg.status().message());
-        }
+        if (!seg.ok()) return DataLoss(where + ": " + seg.status().message());
         auto it = std::find_if(ledger.segments.begin(), ledger.segments.end(),
                                [&](const auto& s) { return same(s, *seg); });
         segment = static_cast<int>(it - ledger.segments.begin());
@@ -200,7 +362,16 @@ Result<Ledger> ReadLedger(const std::string& dir) {
         if (it == ledger.segments.end()) ledger.segments.push_back(*seg);
         continue;
       }
+      if (line.starts_with(kSchedulePrefix)) {
+        if (file_version < 3) return DataLoss(where + ": a schedule line in a version-2 ledger");
+        auto sl = ParseScheduleLine(line);
+        if (!sl.ok()) return DataLoss(where + ": " + sl.status().message());
+        pending = Ledger::Schedule{sl->first, sl->second, ""};
+        continue;
+      }
       if (line.starts_with(kFingerprintPrefix)) {
+        if (header_seen) return DataLoss(where + ": a second header fingerprint line");
+        header_seen = true;
         const std::string fp = line.substr(kFingerprintPrefix.size());
         if (!ledger.fingerprint.empty() && fp != ledger.fingerprint) {
           return FailedPrecondition("ledger '" + path + "' has fingerprint " + fp +
@@ -210,7 +381,20 @@ Result<Ledger> ReadLedger(const std::string& dir) {
         continue;
       }
       if (line.starts_with(kConfigPrefix)) {
-        ledger.canonical_config = line.substr(kConfigPrefix.size());
+        const std::string config = line.substr(kConfigPrefix.size());
+        if (pending) {
+          pending->canonical_config = config;
+          auto [it, inserted] = amendments.emplace(pending->position, *pending);
+          if (!inserted && (it->second.fingerprint != pending->fingerprint ||
+                            it->second.canonical_config != config)) {
+            return FailedPrecondition(
+                where + ": the schedule from position " + std::to_string(pending->position) +
+                " is " + pending->fingerprint + ", another file's is " + it->second.fingerprint);
+          }
+          pending.reset();
+        } else {
+          ledger.canonical_config = config;
+        }
         continue;
       }
       if (line[0] == '#' || line.rfind("iteration\t", 0) == 0) continue;
@@ -222,18 +406,19 @@ Result<Ledger> ReadLedger(const std::string& dir) {
                                   &r.iteration, &r.micro_batch, &r.dp_rank, &r.position, &r.dataset,
                                   &r.dataset_sample, &r.first_document, &r.first_offset, hash);
       if (got == 9 && (std::strlen(hash) != 16 || std::strspn(hash, "0123456789abcdef") != 16)) {
-        return DataLoss("ledger '" + path + "' line " + std::to_string(n) +
-                        ": a torn or malformed token hash '" + hash + "'");
+        return DataLoss(where + ": a torn or malformed token hash '" + hash + "'");
       }
       if (got != 9) {
-        return DataLoss("ledger '" + path + "' line " + std::to_string(n) +
-                        ": expected 9 tab-separated fields, got '" + line + "'");
+        return DataLoss(where + ": expected 9 tab-separated fields, got '" + line + "'");
       }
       r.token_xxh3 = std::strtoull(hash, nullptr, 16);
       ledger.entries.push_back({r, path, n, rank, segment, segment_line});
     }
+    if (pending) return DataLoss("ledger '" + path + "' ends in a schedule line");
   }
   if (ledger.canonical_config.empty()) return DataLoss("ledger '" + dir + "' has no # config line");
+  ledger.schedules.push_back({0, ledger.fingerprint, ledger.canonical_config});
+  for (auto& [position, schedule] : amendments) ledger.schedules.push_back(std::move(schedule));
   return ledger;
 }
 

@@ -4,6 +4,12 @@
 // fingerprint, and holds a "# segment" line with the read schedule (DP, micro and global batch
 // size, start cursor and iteration) wherever a run starts or resumes, so a ledger describes
 // itself; a resumed run appends to it.
+// Mixture schedules amended at a resume (--allow-schedule-change) continue in the same folder:
+// the amended run appends a "# schedule position=P fingerprint=F" line and the "# config" line
+// of its configuration, the schedule in force from global position P on (the checkpoint's
+// schedule_history), and the file becomes format version 3. The header's fingerprint and
+// configuration are the schedule in force from position 0. Ledgers without amendments keep
+// format version 2, line for line.
 // LedgerWriter is not thread safe; Flush makes everything written so far durable.
 #pragma once
 
@@ -26,10 +32,12 @@ std::string FormatRecord(const LedgerRecord& r);
 // Header lines of a ledger file: the format line, then the fingerprint and the canonical
 // configuration, each after its prefix.
 inline constexpr std::string_view kLedgerFormatLine = "# gridfeed ledger v2";
+inline constexpr std::string_view kAmendedFormatLine = "# gridfeed ledger v3";
 inline constexpr std::string_view kFormatPrefix = "# gridfeed ledger v";
 inline constexpr std::string_view kSegmentPrefix = "# segment ";
 inline constexpr std::string_view kFingerprintPrefix = "# fingerprint ";
 inline constexpr std::string_view kConfigPrefix = "# config ";
+inline constexpr std::string_view kSchedulePrefix = "# schedule ";
 inline const char* kLedgerColumns =
     "iteration\tmicro_batch\tdp_rank\tposition\tdataset\tdataset_sample\tfirst_document\t"
     "first_offset\ttoken_xxh3";
@@ -38,18 +46,39 @@ inline const char* kLedgerColumns =
 std::string FormatSegment(const order::ScheduleOptions& s);
 Result<order::ScheduleOptions> ParseSegment(const std::string& line);
 
+// "# schedule position=P fingerprint=F"; ParseScheduleLine is its inverse (DataLoss).
+std::string FormatScheduleLine(int64_t position, const std::string& fingerprint);
+Result<std::pair<int64_t, std::string>> ParseScheduleLine(const std::string& line);
+
+// A mixture schedule in force from a global position on: an entry of a checkpoint's
+// schedule_history ({"position", "schedule"}: the --mixture-schedule text).
+struct ScheduleEntry {
+  int64_t position = 0;
+  std::string schedule;
+};
+// The entries of a schedule_history JSON list; "" gives none. DataLoss for anything else.
+Result<std::vector<ScheduleEntry>> ParseScheduleHistory(const std::string& json);
+
 class LedgerWriter {
  public:
-  // Creates DIR/dp<dp_rank>.tsv with its header, or appends to it after checking that its
-  // fingerprint is `fingerprint` (FailedPrecondition otherwise), then writes the segment line of
-  // `schedule`. Records the schedule reads again (from its first step's iteration and
+  // Creates DIR/dp<dp_rank>.tsv with its header, or appends to it, then writes the segment line
+  // of `schedule`. Records the schedule reads again (from its first step's iteration and
   // micro-batch on: what a crashed or older run read after the checkpoint resumed from,
   // including a torn last line) are dropped first, atomically, so the ledger holds each read
-  // once; DP rank 0 does the same for the files of DP ranks the schedule no longer has.
+  // once, and so are schedule lines from the resume position on; DP rank 0 does the same for
+  // the files of DP ranks the schedule no longer has.
+  // Without `history` (not a mixture) an existing file must have `fingerprint`. With it (the
+  // run's schedule_history, its last entry this run's schedule), the file's schedules must be
+  // entries of the history (same position and schedule text, the rest of the configuration
+  // equal) and the one of this run's entry, if present, must have `fingerprint`; if absent the
+  // run appends its schedule line (an amendment). A new file of an amended run starts from the
+  // schedule lines of DIR/dp0.tsv when there is one. FailedPrecondition otherwise, naming the
+  // file.
   static Result<std::unique_ptr<LedgerWriter>> Open(const std::string& dir, int dp_rank,
                                                     const std::string& fingerprint,
                                                     const std::string& canonical_config,
-                                                    const order::ReadSchedule& schedule);
+                                                    const order::ReadSchedule& schedule,
+                                                    const std::vector<ScheduleEntry>& history = {});
   ~LedgerWriter();
   Status Append(const LedgerRecord& r);
   Status Flush();  // fflush + fsync
@@ -62,8 +91,17 @@ class LedgerWriter {
 
 struct Ledger {
   int version = 0;
-  std::string fingerprint;
-  std::string canonical_config;
+  std::string fingerprint;       // the header's: the schedule from position 0
+  std::string canonical_config;  // the header's
+  // A configuration in force from `position` on: [0] the header's (position 0), then each
+  // amendment in position order (format version 3).
+  struct Schedule {
+    int64_t position = 0;
+    std::string fingerprint, canonical_config;
+  };
+  std::vector<Schedule> schedules;
+  // The index in `schedules` of the one in force at `position`.
+  size_t ScheduleAt(int64_t position) const;
   struct Entry {
     LedgerRecord record;
     std::string file;
@@ -77,7 +115,8 @@ struct Ledger {
 };
 
 // Reads every dp<r>.tsv of DIR; DataLoss for malformed lines, FailedPrecondition when the
-// files disagree on the fingerprint.
+// files disagree on the header's fingerprint or on the schedule at a position (a file may lack
+// amendments made after its last run: the union of the files' schedules is kept).
 Result<Ledger> ReadLedger(const std::string& dir);
 
 }  // namespace gridfeed::audit

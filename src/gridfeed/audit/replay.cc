@@ -1,6 +1,7 @@
 #include "gridfeed/audit/replay.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -12,16 +13,28 @@ namespace gridfeed::audit {
 
 namespace {
 
-// The options a ledger's configuration text describes (exact inverse of the canonical text),
-// with its first run's geometry (an order that depends on it, OLMo's, was fingerprinted with
-// it) and enough iterations for every record.
-Result<config::JobOptions> LedgerOptions(const Ledger& ledger) {
+// The options of the ledger's configuration `i` (ledger.schedules; exact inverse of the
+// canonical text), with the geometry of the first run that read under it (an order that depends
+// on it, OLMo's, or budgets in iterations, were fingerprinted with it) and enough iterations for
+// every record.
+Result<config::JobOptions> LedgerOptions(const Ledger& ledger, size_t i = 0) {
   config::JobOptions o;
-  GRIDFEED_ASSIGN_OR_RETURN(o.data, config::FromCanonical(ledger.canonical_config));
-  if (!ledger.segments.empty()) {
-    o.batch.micro_batch_size = ledger.segments[0].micro_batch_size;
-    o.batch.global_batch_size = ledger.segments[0].global_batch_size;
-    o.grid.data_parallel_size = ledger.segments[0].dp_size;
+  const bool own = i < ledger.schedules.size();  // ReadLedger fills `schedules`; others may not
+  GRIDFEED_ASSIGN_OR_RETURN(o.data, config::FromCanonical(own ? ledger.schedules[i].canonical_config
+                                                              : ledger.canonical_config));
+  const int64_t from = own ? ledger.schedules[i].position : 0;
+  const order::ScheduleOptions* run = nullptr;  // the first run that started under it
+  for (const auto& s : ledger.segments) {
+    if (s.start_consumed >= from) {
+      run = &s;
+      break;
+    }
+  }
+  if (run == nullptr && !ledger.segments.empty()) run = &ledger.segments.back();
+  if (run != nullptr) {
+    o.batch.micro_batch_size = run->micro_batch_size;
+    o.batch.global_batch_size = run->global_batch_size;
+    o.grid.data_parallel_size = run->dp_size;
   }
   for (const auto& e : ledger.entries) {
     o.run.train_iters = std::max(o.run.train_iters, e.record.iteration + 1);
@@ -40,17 +53,29 @@ Result<std::unique_ptr<order::BuiltOrder>> BuildOrder(const config::JobOptions& 
 Result<order::ReadSchedule> Replay::ScheduleFor(const order::ScheduleOptions& segment) const {
   order::ScheduleOptions s = segment;
   GRIDFEED_ASSIGN_OR_RETURN(s.type, order::ParseDataloaderType(options_.data.dataloader_type));
-  s.total_samples = train_length();
+  s.total_samples = OrderLength(OrderAt(segment.start_consumed));
   s.data_sharding = !options_.data.no_data_sharding;
   s.drop_last = true;
   return order::ReadSchedule::Create(s);
 }
 
+int64_t Replay::OrderLength(size_t i) const {
+  return orders_[i].view->length(order::Split::kTrain);
+}
+
+size_t Replay::OrderAt(int64_t position) const {
+  size_t i = 0;
+  while (i + 1 < orders_.size() && orders_[i + 1].from <= position) ++i;
+  return i;
+}
+
 Result<std::unique_ptr<Replay>> Replay::Create(const config::JobOptions& options) {
   std::unique_ptr<Replay> r(new Replay());
   r->options_ = options;
-  GRIDFEED_ASSIGN_OR_RETURN(r->built_, BuildOrder(options));
-  r->view_ = &r->built_->view();
+  Order order;
+  GRIDFEED_ASSIGN_OR_RETURN(order.built, BuildOrder(options));
+  order.view = &order.built->view();
+  r->orders_.push_back(std::move(order));
   if (r->train_length() == 0) return FailedPrecondition("the train split is empty");
   order::ScheduleOptions s;
   s.micro_batch_size = options.batch.micro_batch_size;
@@ -61,17 +86,28 @@ Result<std::unique_ptr<Replay>> Replay::Create(const config::JobOptions& options
   return r;
 }
 
+Result<std::unique_ptr<Replay>> Replay::OrdersOf(const Ledger& ledger) {
+  GRIDFEED_ASSIGN_OR_RETURN(const config::JobOptions first, LedgerOptions(ledger));
+  GRIDFEED_ASSIGN_OR_RETURN(auto r, Create(first));
+  for (size_t i = 1; i < ledger.schedules.size(); ++i) {
+    GRIDFEED_ASSIGN_OR_RETURN(const config::JobOptions o, LedgerOptions(ledger, i));
+    Order order;
+    order.from = ledger.schedules[i].position;
+    GRIDFEED_ASSIGN_OR_RETURN(order.built, BuildOrder(o));
+    order.view = &order.built->view();
+    r->orders_.push_back(std::move(order));
+  }
+  return r;
+}
+
 Result<std::unique_ptr<Replay>> Replay::ForLedger(const Ledger& ledger) {
   if (ledger.segments.empty()) {
     return InvalidArgument(
         "the ledger has no segment lines (format version 1): give "
         "--data-parallel-size, --micro-batch-size and --global-batch-size");
   }
-  std::unique_ptr<Replay> r(new Replay());
-  GRIDFEED_ASSIGN_OR_RETURN(r->options_, LedgerOptions(ledger));
-  GRIDFEED_ASSIGN_OR_RETURN(r->built_, BuildOrder(r->options_));
-  r->view_ = &r->built_->view();
-  if (r->train_length() == 0) return FailedPrecondition("the train split is empty");
+  GRIDFEED_ASSIGN_OR_RETURN(auto r, OrdersOf(ledger));
+  r->schedules_.clear();
   for (const auto& segment : ledger.segments) {
     GRIDFEED_ASSIGN_OR_RETURN(auto schedule, r->ScheduleFor(segment));
     r->schedules_.push_back(std::make_unique<order::ReadSchedule>(std::move(schedule)));
@@ -112,8 +148,13 @@ int64_t Replay::max_dp_size() const {
 
 order::SampleRecord Replay::Record(int64_t position, int64_t iteration, int64_t micro_batch,
                                    int64_t dp_rank) const {
+  return RecordUnder(OrderAt(position), position, iteration, micro_batch, dp_rank);
+}
+
+order::SampleRecord Replay::RecordUnder(size_t i, int64_t position, int64_t iteration,
+                                        int64_t micro_batch, int64_t dp_rank) const {
   order::Sample sample;
-  auto r = view_->Read(order::Split::kTrain, position, &sample, /*hash_tokens=*/true);
+  auto r = orders_[i].view->Read(order::Split::kTrain, position, &sample, /*hash_tokens=*/true);
   r.iteration = iteration;
   r.micro_batch = micro_batch;
   r.dp_rank = dp_rank;
@@ -217,42 +258,79 @@ std::string CheckSchedule(const Ledger& ledger, const Replay& replay) {
 Result<VerifyReport> Verify(const Ledger& ledger) {
   GRIDFEED_ASSIGN_OR_RETURN(const config::JobOptions o, LedgerOptions(ledger));
   VerifyReport report;
-  if (config::FingerprintOf(ledger.canonical_config) != ledger.fingerprint) {
-    report.first_difference = "the fingerprint line " + ledger.fingerprint +
-                              " is not the hash of the configuration line (" +
-                              config::FingerprintOf(ledger.canonical_config) + ")";
-    return report;
+  std::vector<Ledger::Schedule> all = ledger.schedules;
+  if (all.empty()) all.push_back({0, ledger.fingerprint, ledger.canonical_config});
+  for (const auto& sc : all) {
+    if (config::FingerprintOf(sc.canonical_config) != sc.fingerprint) {
+      report.first_difference =
+          "the fingerprint line " + sc.fingerprint +
+          (sc.position ? " of the schedule from position " + std::to_string(sc.position) : "") +
+          " is not the hash of the configuration line (" +
+          config::FingerprintOf(sc.canonical_config) + ")";
+      return report;
+    }
   }
   if (ledger.entries.empty()) {
     report.first_difference = "the ledger holds no records: nothing is proven";
     return report;
   }
-  GRIDFEED_ASSIGN_OR_RETURN(auto replay, Replay::Create(o));
+  GRIDFEED_ASSIGN_OR_RETURN(auto replay, Replay::OrdersOf(ledger));
+  report.schedules = static_cast<int64_t>(replay->num_orders());
   if (ledger.version >= 2) {
     report.first_difference = CheckSchedule(ledger, *replay);
     if (!report.first_difference.empty()) return report;
     report.schedule_checked = true;
   }
   std::vector<int64_t> positions;
+  const bool mixture = !o.data.mixture_schedule.empty();
+  std::vector<std::vector<int64_t>> streams;  // mixture: per source, the samples read
   for (const auto& e : ledger.entries) {
     const auto& got = e.record;
     ++report.records;
     positions.push_back(got.position);
-    if (got.position < 0 || got.position >= replay->train_length()) {
-      report.first_difference = e.file + " line " + std::to_string(e.line) + ": position " +
-                                std::to_string(got.position) + " outside the split's " +
-                                std::to_string(replay->train_length()) + " samples";
-      return report;
+    const std::string where = e.file + " line " + std::to_string(e.line);
+    const size_t in_force = replay->OrderAt(got.position);
+    if (e.segment >= 0) {
+      // The run that read it started under the schedule in force at the position: a resume
+      // drops every record from its start on, so a later schedule's positions are its own.
+      const int64_t start = ledger.segments[static_cast<size_t>(e.segment)].start_consumed;
+      if (replay->OrderAt(start) != in_force) {
+        report.first_difference = where + ": position " + std::to_string(got.position) +
+                                  " was read by a run that started at " + std::to_string(start) +
+                                  " under the schedule from position " +
+                                  std::to_string(replay->OrderFrom(replay->OrderAt(start))) +
+                                  ", but the schedule from position " +
+                                  std::to_string(replay->OrderFrom(in_force)) + " governs it";
+        return report;
+      }
     }
-    const auto want = replay->Record(got.position, got.iteration, got.micro_batch, got.dp_rank);
-    if (want != got) {
-      report.first_difference =
-          "iteration " + std::to_string(got.iteration) + " micro-batch " +
-          std::to_string(got.micro_batch) + " dp_rank " + std::to_string(got.dp_rank) +
-          " position " + std::to_string(got.position) + " (" + e.file + " line " +
-          std::to_string(e.line) + "): " + FirstDifferentField(got, want) + "; recorded '" +
-          FormatRecord(got) + "', recomputed '" + FormatRecord(want) + "'";
-      return report;
+    for (size_t i = in_force; i < replay->num_orders(); ++i) {
+      if (got.position < 0 || got.position >= replay->OrderLength(i)) {
+        report.first_difference =
+            where + ": position " + std::to_string(got.position) + " outside the split's " +
+            std::to_string(replay->OrderLength(i)) + " samples" +
+            (i ? " (the schedule from position " + std::to_string(replay->OrderFrom(i)) + ")" : "");
+        return report;
+      }
+      const auto want =
+          replay->RecordUnder(i, got.position, got.iteration, got.micro_batch, got.dp_rank);
+      if (want != got) {
+        report.first_difference =
+            "iteration " + std::to_string(got.iteration) + " micro-batch " +
+            std::to_string(got.micro_batch) + " dp_rank " + std::to_string(got.dp_rank) +
+            " position " + std::to_string(got.position) + " (" + where +
+            "): " + FirstDifferentField(got, want) + "; recorded '" + FormatRecord(got) +
+            "', recomputed '" + FormatRecord(want) + "'" +
+            (i ? " under the schedule from position " + std::to_string(replay->OrderFrom(i)) +
+                     (i > in_force ? " (an amendment must keep the order before it)" : "")
+               : "");
+        return report;
+      }
+    }
+    if (mixture) {
+      const auto k = static_cast<size_t>(got.dataset);  // checked against the order above
+      if (streams.size() <= k) streams.resize(k + 1);
+      streams[k].push_back(got.dataset_sample);
     }
   }
   if (o.data.dataloader_type == "cyclic") {  // every epoch reads the positions again
@@ -275,21 +353,123 @@ Result<VerifyReport> Verify(const Ledger& ledger) {
     }
   }
   report.consumed = static_cast<int64_t>(positions.size());
+  // Each source's stream (its Megatron tables, the same under every schedule as the records
+  // above show): samples [0, n) each read once.
+  const auto names = replay->view().Sources(order::Split::kTrain);
+  for (size_t k = 0; k < streams.size(); ++k) {
+    auto& v = streams[k];
+    std::sort(v.begin(), v.end());
+    const std::string name = k < names.size() ? names[k].name : std::to_string(k);
+    for (size_t j = 0; j < v.size(); ++j) {
+      if (j > 0 && v[j] == v[j - 1]) {
+        report.first_difference = "source '" + name + "': sample " + std::to_string(v[j]) +
+                                  " of its stream was read more than once";
+        return report;
+      }
+      if (v[j] != static_cast<int64_t>(j)) {
+        report.first_difference = "source '" + name + "': sample " + std::to_string(j) +
+                                  " of its stream was never read (the next recorded is " +
+                                  std::to_string(v[j]) + ")";
+        return report;
+      }
+    }
+    report.source_samples.push_back(static_cast<int64_t>(v.size()));
+  }
   report.ok = true;
   return report;
 }
 
+WindowShares ComputeWindowShares(const std::vector<IterationReads>& reads, int64_t window,
+                                 size_t num_sources,
+                                 const std::function<double(size_t, int64_t)>& cumulative_target) {
+  WindowShares out;
+  const auto n = static_cast<int64_t>(reads.size());
+  out.share.assign(num_sources, std::vector<double>(reads.size(), 0.0));
+  out.target = out.share;
+  out.largest.assign(num_sources, WindowDeviation());
+  for (int64_t e = 0; e < n; ++e) {
+    const int64_t s = std::max<int64_t>(0, e - window + 1);
+    int64_t a = reads[static_cast<size_t>(s)].begin, b = reads[static_cast<size_t>(s)].end;
+    std::vector<int64_t> counts(num_sources, 0);
+    int64_t total = 0;
+    for (int64_t i = s; i <= e; ++i) {
+      const auto& r = reads[static_cast<size_t>(i)];
+      a = std::min(a, r.begin);
+      b = std::max(b, r.end);
+      for (size_t k = 0; k < num_sources && k < r.counts.size(); ++k) {
+        counts[k] += r.counts[k];
+        total += r.counts[k];
+      }
+    }
+    // Full windows, or the one window of every read when there are fewer.
+    const bool full = e - s + 1 == window || (n < window && e == n - 1);
+    for (size_t k = 0; k < num_sources; ++k) {
+      const double share =
+          total ? static_cast<double>(counts[k]) / static_cast<double>(total) : 0.0;
+      const double target =
+          b > a ? (cumulative_target(k, b) - cumulative_target(k, a)) / static_cast<double>(b - a)
+                : 0.0;
+      out.share[k][static_cast<size_t>(e)] = share;
+      out.target[k][static_cast<size_t>(e)] = target;
+      auto& w = out.largest[k];
+      const double d = std::abs(share - target);
+      if (full && (w.first_iteration < 0 || d > w.deviation)) {
+        w = {d, share, target, reads[static_cast<size_t>(s)].iteration,
+             reads[static_cast<size_t>(e)].iteration};
+      }
+    }
+  }
+  return out;
+}
+
 namespace {
 
-// Per stage of the ledger's mixture schedule: each record counts in the stage of its position;
-// the targets are the schedule's cumulative targets over the positions the ledger covered.
-Result<std::vector<StageAccount>> AccountStages(const Ledger& ledger, const config::JobOptions& o,
-                                                int64_t until,
+// Cumulative targets over a ledger's schedules: from each schedule's position on, its own
+// targets' increments (an amendment's targets before its position are not what the run was
+// steered by).
+class PiecewiseTarget {
+ public:
+  void Add(int64_t from, order::ScheduledBlend blend, size_t num_sources) {
+    std::vector<double> base(num_sources, 0.0);
+    for (size_t k = 0; k < num_sources; ++k) base[k] = pieces_.empty() ? 0.0 : At(k, from);
+    pieces_.push_back({from, std::move(blend), std::move(base)});
+  }
+  double At(size_t k, int64_t q) const {
+    size_t i = 0;
+    while (i + 1 < pieces_.size() && pieces_[i + 1].from <= q) ++i;
+    const auto& p = pieces_[i];
+    return p.base[k] + order::CumulativeTarget(p.blend.segments, k, q) -
+           order::CumulativeTarget(p.blend.segments, k, p.from);
+  }
+
+ private:
+  struct Piece {
+    int64_t from;
+    order::ScheduledBlend blend;
+    std::vector<double> base;  // T_k(from)
+  };
+  std::vector<Piece> pieces_;
+};
+
+// Per stage of the ledger's (last) mixture schedule: each record counts in the stage of its
+// position; the targets are the cumulative targets over the positions the ledger covered.
+Result<std::vector<StageAccount>> AccountStages(const Ledger& ledger, int64_t until, int64_t window,
                                                 const std::vector<order::SourceInfo>& sources,
                                                 int64_t seq_length) {
-  GRIDFEED_ASSIGN_OR_RETURN(const order::MixtureLayout layout, order::LayoutMixture(o));
-  GRIDFEED_ASSIGN_OR_RETURN(const order::ScheduledBlend blend, order::MixtureBlend(o, layout));
-  const size_t n = sources.size(), num_stages = layout.schedule.stages.size();
+  const size_t n = sources.size();
+  PiecewiseTarget targets;
+  order::MixtureLayout layout;
+  for (size_t i = 0; i < ledger.schedules.size(); ++i) {
+    GRIDFEED_ASSIGN_OR_RETURN(const config::JobOptions o, LedgerOptions(ledger, i));
+    if (o.data.mixture_schedule.empty()) {
+      return DataLoss("the ledger's schedule from position " +
+                      std::to_string(ledger.schedules[i].position) + " is not a mixture");
+    }
+    GRIDFEED_ASSIGN_OR_RETURN(layout, order::LayoutMixture(o));
+    GRIDFEED_ASSIGN_OR_RETURN(order::ScheduledBlend blend, order::MixtureBlend(o, layout));
+    targets.Add(ledger.schedules[i].position, std::move(blend), n);
+  }
+  const size_t num_stages = layout.schedule.stages.size();
   std::vector<StageAccount> out(num_stages);
   for (size_t i = 0; i < num_stages; ++i) {
     out[i].name = layout.schedule.stages[i].name;
@@ -297,6 +477,7 @@ Result<std::vector<StageAccount>> AccountStages(const Ledger& ledger, const conf
     out[i].end = layout.stage_begin[i + 1];
     out[i].sources.resize(n);
   }
+  std::vector<std::map<int64_t, IterationReads>> reads(num_stages);  // by iteration
   for (const auto& e : ledger.entries) {
     if (until >= 0 && e.record.iteration >= until) continue;
     const auto i = static_cast<size_t>(layout.StageAt(e.record.position));
@@ -306,24 +487,44 @@ Result<std::vector<StageAccount>> AccountStages(const Ledger& ledger, const conf
     if (st.first_iteration < 0 || e.record.iteration < st.first_iteration) {
       st.first_iteration = e.record.iteration;
     }
+    auto [it, fresh] = reads[i].try_emplace(e.record.iteration);
+    IterationReads& r = it->second;
+    if (fresh) {
+      r.iteration = e.record.iteration;
+      r.begin = e.record.position;
+      r.end = e.record.position + 1;
+      r.counts.assign(n, 0);
+    }
+    r.begin = std::min(r.begin, e.record.position);
+    r.end = std::max(r.end, e.record.position + 1);
+    ++r.counts[static_cast<size_t>(e.record.dataset)];
   }
   std::vector<int64_t> cumulative(n, 0);
-  for (auto& st : out) {
+  for (size_t i = 0; i < num_stages; ++i) {
+    auto& st = out[i];
     int64_t total = 0;
     for (const auto& s : st.sources) total += s.samples;
     // The target over what was covered (the whole stage when it was not reached).
     const int64_t hi = st.reached > st.begin ? st.reached : st.end;
+    std::vector<IterationReads> list;
+    for (auto& [iteration, r] : reads[i]) {
+      st.iterations.push_back(iteration);
+      list.push_back(std::move(r));
+    }
+    const WindowShares w =
+        ComputeWindowShares(list, window, n, [&](size_t k, int64_t q) { return targets.At(k, q); });
     for (size_t k = 0; k < n; ++k) {
       auto& s = st.sources[k];
       s.tokens = s.samples * seq_length;
       s.share = total ? static_cast<double>(s.samples) / static_cast<double>(total) : 0;
-      s.target = (order::CumulativeTarget(blend.segments, k, hi) -
-                  order::CumulativeTarget(blend.segments, k, st.begin)) /
-                 static_cast<double>(hi - st.begin);
+      s.target = (targets.At(k, hi) - targets.At(k, st.begin)) / static_cast<double>(hi - st.begin);
       cumulative[k] += s.samples;
       const int64_t per_epoch = sources[k].samples_per_epoch;
       s.epochs =
           per_epoch ? static_cast<double>(cumulative[k]) / static_cast<double>(per_epoch) : 0;
+      s.window = w.largest[k];
+      s.share_series = w.share[k];
+      s.target_series = w.target[k];
     }
   }
   return out;
@@ -331,9 +532,10 @@ Result<std::vector<StageAccount>> AccountStages(const Ledger& ledger, const conf
 
 }  // namespace
 
-Result<Accounting> Account(const Ledger& ledger, int64_t until) {
+Result<Accounting> Account(const Ledger& ledger, int64_t until, int64_t window) {
+  if (window < 1) return InvalidArgument("the accounting window must be at least 1 iteration");
   GRIDFEED_ASSIGN_OR_RETURN(const config::JobOptions o, LedgerOptions(ledger));
-  GRIDFEED_ASSIGN_OR_RETURN(auto replay, Replay::Create(o));
+  GRIDFEED_ASSIGN_OR_RETURN(auto replay, Replay::OrdersOf(ledger));
   const auto sources = replay->view().Sources(order::Split::kTrain);
   Accounting a;
   const size_t n = sources.size();
@@ -373,9 +575,10 @@ Result<Accounting> Account(const Ledger& ledger, int64_t until) {
     const int64_t per_epoch = sources[k].samples_per_epoch;
     s.epochs = per_epoch ? static_cast<double>(s.samples) / static_cast<double>(per_epoch) : 0;
   }
+  a.window = window;
   if (!o.data.mixture_schedule.empty()) {
     GRIDFEED_ASSIGN_OR_RETURN(a.stages,
-                              AccountStages(ledger, o, until, sources, replay->seq_length()));
+                              AccountStages(ledger, until, window, sources, replay->seq_length()));
   }
   return a;
 }

@@ -9,34 +9,21 @@ namespace gridfeed::checkpoint {
 
 namespace {
 
-constexpr const char* kScheduleKey = "mixture-schedule";
-
-// The canonical text without the mixture schedule and its resolved facts.
-nlohmann::json WithoutSchedule(const std::string& canonical) {
-  nlohmann::json j = nlohmann::json::parse(canonical, nullptr, false);
-  if (!j.is_object()) return nullptr;
-  j.erase(kScheduleKey);
-  if (j.contains("data-files") && j["data-files"].is_object()) j["data-files"].erase("mixture");
-  return j;
-}
-
 std::string ScheduleOf(const std::string& canonical) {
-  const nlohmann::json j = nlohmann::json::parse(canonical, nullptr, false);
-  if (!j.is_object() || !j.contains(kScheduleKey) || !j[kScheduleKey].is_string()) return "";
-  return j[kScheduleKey].get<std::string>();
+  return config::MixtureScheduleOf(canonical);
 }
 
 // Both orders are mixtures and only their schedules (or what follows from them) differ.
 bool OnlyScheduleChanged(const std::string& before, const std::string& after) {
   if (ScheduleOf(before).empty() || ScheduleOf(after).empty()) return false;
-  const nlohmann::json a = WithoutSchedule(before), b = WithoutSchedule(after);
-  return !a.is_null() && a == b;
+  const std::string a = config::WithoutMixtureSchedule(before);
+  return a != "null" && a == config::WithoutMixtureSchedule(after);
 }
 
 }  // namespace
 
 std::string WithoutScheduleText(const std::string& canonical) {
-  return WithoutSchedule(canonical).dump();
+  return config::WithoutMixtureSchedule(canonical);
 }
 
 std::string FirstChangedStage(const std::string& before_schedule,

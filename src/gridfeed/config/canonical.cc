@@ -132,4 +132,20 @@ std::string DescribeChange(const std::string& before, const std::string& after) 
   return "the configuration text differs";
 }
 
+std::string MixtureScheduleOf(const std::string& canonical) {
+  const json j = json::parse(canonical, nullptr, false);
+  if (!j.is_object() || !j.contains("mixture-schedule") || !j["mixture-schedule"].is_string()) {
+    return "";
+  }
+  return j["mixture-schedule"].get<std::string>();
+}
+
+std::string WithoutMixtureSchedule(const std::string& canonical) {
+  json j = json::parse(canonical, nullptr, false);
+  if (!j.is_object()) return "null";
+  j.erase("mixture-schedule");
+  if (j.contains(kDataFactsKey) && j[kDataFactsKey].is_object()) j[kDataFactsKey].erase("mixture");
+  return j.dump();
+}
+
 }  // namespace gridfeed::config

@@ -24,5 +24,10 @@ Result<DataOptions> FromCanonical(const std::string& text);
 std::string FingerprintOf(const std::string& canonical);
 // Names the first differing field of two canonical texts, e.g. "seed: 1234 -> 99".
 std::string DescribeChange(const std::string& before, const std::string& after);
+// The --mixture-schedule text of a canonical text ("" without one or for text that is not JSON).
+std::string MixtureScheduleOf(const std::string& canonical);
+// A canonical text without its mixture schedule and the facts that follow from it (what an
+// amendment of the schedule leaves unchanged); "null" for text that is not a JSON object.
+std::string WithoutMixtureSchedule(const std::string& canonical);
 
 }  // namespace gridfeed::config

@@ -69,7 +69,7 @@ struct Feeder::Impl {
   PayloadLayout layout;
   std::string canonical, fingerprint;
   std::string store_facts;       // rank 0's token store facts (order::EncodeFacts)
-  std::string schedule_history;  // rank 0, mixture schedules: checkpoint::Cursor's
+  std::string schedule_history;  // mixture schedules: checkpoint::Cursor's (every rank)
   StartupTimes startup;
   int64_t split_length = 0;
   int64_t resumed_iteration = 0;
@@ -227,7 +227,7 @@ Status Feeder::Impl::BuildAndShareTables() {
 Status Feeder::Impl::Resume() {
   const parallel::Grid& g = *grid;
   consumed = options.resume.consumed_samples;
-  if (g.world_rank() == 0 && options.data.is_mixture()) {
+  if (options.data.is_mixture()) {
     schedule_history =
         ScheduleHistoryEntry(nlohmann::json::array(), consumed, options.data.mixture_schedule);
   }
@@ -275,6 +275,10 @@ Status Feeder::Impl::Resume() {
   GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastStatus(g.world(), 0, checked.WithContext("rank 0")));
   GRIDFEED_RETURN_IF_ERROR(
       parallel::MpiStatus(MPI_Bcast(point, 2, MPI_INT64_T, 0, g.world()), "MPI_Bcast(cursor)"));
+  // The options are the same on every rank (agreed fingerprint), so all or none broadcast.
+  if (options.data.is_mixture()) {
+    GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(g.world(), 0, &schedule_history));
+  }
   consumed = point[0];
   resumed_iteration = point[1];
   return Status::Ok();
@@ -299,8 +303,26 @@ Status Feeder::Impl::SamePast(const checkpoint::Cursor& saved) const {
   auto layout = order::LayoutMixture(old);
   const std::string stage =
       layout.ok() ? layout->schedule.stages[static_cast<size_t>(layout->StageAt(p))].name : "?";
+  std::string why;
+  // The usual cause: a source whose tables now hold another number of epochs is reshuffled.
+  const auto& sa = a.splits[0]->sources;
+  const auto& sb = b.splits[0]->sources;
+  for (size_t k = 0; k < sa.size() && k < sb.size(); ++k) {
+    const int64_t before = order::TableEpochs(sa[k]), after = order::TableEpochs(sb[k]);
+    if (before == after) continue;
+    const std::string name = layout.ok() && k < layout->schedule.sources.size()
+                                 ? layout->schedule.sources[k].name
+                                 : sa[k].prefix;
+    why += (why.empty() ? "; " : ", ") + std::string("source '") + name +
+           "' is reshuffled: " + "its tables hold " + std::to_string(before) +
+           " epoch(s) under the saved schedule, " + std::to_string(after) +
+           " under the amended one";
+  }
+  if (!why.empty()) {
+    why += " (an amendment may not change how many epochs a source's draws and surplus need)";
+  }
   return FailedPrecondition("position " + std::to_string(p) + " (saved stage '" + stage +
-                            "') reads another sample");
+                            "') reads another sample" + why);
 }
 
 // Every rank plans the same schedule from the same numbers (no communication).
@@ -582,6 +604,7 @@ const std::string& Feeder::fingerprint() const { return impl_->fingerprint; }
 const std::string& Feeder::canonical_config() const { return impl_->canonical; }
 const FeederOptions& Feeder::options() const { return impl_->options; }
 const order::ReadSchedule& Feeder::schedule() const { return *impl_->schedule; }
+const std::string& Feeder::schedule_history() const { return impl_->schedule_history; }
 int64_t Feeder::num_microbatches_per_global_batch() const {
   return impl_->schedule->micro_batches_per_iteration();
 }

@@ -98,6 +98,9 @@ class Feeder {
   const FeederOptions& options() const;
   // The read schedule this run follows from its start (what a ledger segment records).
   const order::ReadSchedule& schedule() const;
+  // Mixture schedules: the schedules in force from each position so far, this run's last
+  // (checkpoint::Cursor::schedule_history, JSON), on every rank; empty otherwise.
+  const std::string& schedule_history() const;
   // Collective on the world: world rank 0 writes the cursor (iteration, consumed samples,
   // per-source counts, grid and batch sizes) atomically; every rank returns its status.
   Status SaveCheckpoint(const std::string& path, int64_t iteration) const;

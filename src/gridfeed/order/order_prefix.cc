@@ -35,4 +35,9 @@ int64_t FirstDifference(const TableView& a, const TableView& b, int64_t n) {
   return upto < n ? upto : -1;
 }
 
+int64_t TableEpochs(const SourceView& s) {
+  const int64_t docs = std::max<int64_t>(1, s.end - s.begin);
+  return static_cast<int64_t>(s.tables.document_index.size()) / docs;
+}
+
 }  // namespace gridfeed::order

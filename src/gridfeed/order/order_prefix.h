@@ -13,4 +13,8 @@ namespace gridfeed::order {
 // -1 when positions [0, n) agree (both long enough), else the first position that differs.
 int64_t FirstDifference(const TableView& a, const TableView& b, int64_t n);
 
+// Epochs a source's tables hold: document index entries per document of its range (Megatron
+// shuffles every epoch's documents together, so another count reshuffles the source).
+int64_t TableEpochs(const SourceView& s);
+
 }  // namespace gridfeed::order

@@ -253,8 +253,11 @@ class PyFeeder {
     const auto& g = feeder_->grid();
     Status opened;
     if (g.is_reader() && g.first_stage() && g.cp_rank() == 0) {
-      auto w = audit::LedgerWriter::Open(o.run.ledger, g.dp_rank(), feeder_->fingerprint(),
-                                         feeder_->canonical_config(), feeder_->schedule());
+      auto history = audit::ParseScheduleHistory(feeder_->schedule_history());
+      auto w = history.ok() ? audit::LedgerWriter::Open(
+                                  o.run.ledger, g.dp_rank(), feeder_->fingerprint(),
+                                  feeder_->canonical_config(), feeder_->schedule(), *history)
+                            : Result<std::unique_ptr<audit::LedgerWriter>>(history.status());
       if (w.ok()) {
         ledger_ = std::move(w).value();
       } else {
