@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <exception>
 #include <fstream>
 #include <memory>
@@ -59,6 +60,43 @@ order::Split SplitNamed(const std::string& name) {
   return order::Split::kTrain;
 }
 
+// Read() and the floor over consecutive positions, in blocks of about 64 MiB of tokens (more
+// than a CPU cache holds, little enough to stay in the page cache): each block is read and
+// copied once untimed, then timed, so both are measured on data in memory and on their own
+// mapping's second touch. The untimed Read() keeps the records the floor locates samples by.
+// `samples` 0: blocks until about two seconds have passed (a block is cut short at that time).
+void TimeAssembly(const order::OrderView& view, AssemblyFloor& floor, order::Split split,
+                  int64_t length, int64_t samples, AssemblyFacts* out) {
+  const int64_t block =
+      std::max<int64_t>(64, (int64_t{64} << 20) / (floor.tokens_per_sample() * 4));
+  order::Sample sample;
+  std::vector<order::SampleRecord> records;
+  int64_t n = 0, sink = 0;
+  Stopwatch total, watch;
+  auto more = [&](int64_t m) {  // whether the block takes another sample
+    if (samples > 0) return m < block && n + m < samples;
+    return m < block && (m % 16 != 0 || total.Seconds() < 2.0);
+  };
+  do {
+    records.clear();
+    for (int64_t m = 0; more(m); ++m) {
+      records.push_back(view.Read(split, (n + m) % length, &sample, false));
+    }
+    const auto m = static_cast<int64_t>(records.size());
+    for (int64_t i = 0; i < m; ++i) sink ^= floor.Copy(split, (n + i) % length, records[i]);
+    watch.Lap();
+    for (int64_t i = 0; i < m; ++i) view.Read(split, (n + i) % length, &sample, false);
+    out->read_seconds += watch.Lap();
+    for (int64_t i = 0; i < m; ++i) sink ^= floor.Copy(split, (n + i) % length, records[i]);
+    out->floor_seconds += watch.Lap();
+    n += m;
+  } while (samples > 0 ? n < samples : total.Seconds() < 2.0);
+  asm volatile("" : : "r"(sink) : "memory");  // the floor's copies are observable
+  out->samples = n;
+  out->split_length = length;
+  out->tokens_per_sample = floor.tokens_per_sample();
+}
+
 Status Measure(const config::JobOptions& options, int64_t samples, BenchReport* report) {
   BuildFacts& b = report->build;
   b.peak_since_build = ResetPeakRss();
@@ -93,33 +131,7 @@ Status Measure(const config::JobOptions& options, int64_t samples, BenchReport* 
   GRIDFEED_ASSIGN_OR_RETURN(std::unique_ptr<AssemblyFloor> floor,
                             MakeAssemblyFloor(options, bytes));
 
-  // Each pass runs twice, timed the second time, so neither pays first touches of its mapping.
-  // The first Read pass sizes the count and keeps the records the floor locates samples by.
-  order::Sample sample;
-  std::vector<order::SampleRecord> records;
-  int64_t n = 0;
-  Stopwatch warm;
-  while (samples > 0 ? n < samples : (n % 64 != 0 || warm.Seconds() < 1.0)) {
-    order::SampleRecord r = view->Read(split, n % length, &sample, false);
-    if (n < length) records.push_back(r);
-    ++n;
-  }
-  watch.Lap();
-  for (int64_t i = 0; i < n; ++i) view->Read(split, i % length, &sample, false);
-  report->assembly.read_seconds = watch.Lap();
-  int64_t sink = 0;
-  for (int pass = 0; pass < 2; ++pass) {
-    watch.Lap();
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t p = i % length;
-      sink ^= floor->Copy(split, p, records[static_cast<size_t>(p)]);
-    }
-    report->assembly.floor_seconds = watch.Lap();
-  }
-  asm volatile("" : : "r"(sink) : "memory");  // the floor's copies are observable
-  report->assembly.samples = n;
-  report->assembly.split_length = length;
-  report->assembly.tokens_per_sample = floor->tokens_per_sample();
+  TimeAssembly(*view, *floor, split, length, samples, &report->assembly);
   return Status::Ok();
 }
 

@@ -87,13 +87,12 @@ std::string ReportText(const BenchReport& r) {
   Row(&out, "Read() / floor", s);
   if (r.startup) {
     const StartupFacts& t = *r.startup;
-    std::snprintf(s, sizeof(s), "start-up until every rank is ready (%d ranks, slowest rank)\n",
-                  r.ranks);
+    std::snprintf(s, sizeof(s), "start-up until every rank is ready (%d ranks)\n", r.ranks);
     out += s;
     Row(&out, "total", Seconds(t.seconds));
     Row(&out, "build + image write", Seconds(t.build_seconds));
-    Row(&out, "broadcast", Seconds(t.broadcast_seconds));
-    Row(&out, "open", Seconds(t.open_seconds));
+    Row(&out, "broadcast (slowest rank)", Seconds(t.broadcast_seconds));
+    Row(&out, "open (slowest rank)", Seconds(t.open_seconds));
     std::snprintf(s, sizeof(s), "rank 0 %.2f s, the other ranks %.2f s in all", t.cpu_rank0_seconds,
                   t.cpu_others_seconds);
     Row(&out, "CPU", s);

@@ -29,10 +29,12 @@ struct AssemblyFacts {
   double floor_seconds = 0;
 };
 
-// Under mpirun: the feeder's start-up, slowest rank per phase (max over ranks).
+// Under mpirun: the feeder's start-up (Feeder::Open), from a common barrier.
 struct StartupFacts {
-  double seconds = 0;  // Feeder::Open, from a common barrier until the last rank is ready
-  double build_seconds = 0, broadcast_seconds = 0, open_seconds = 0;
+  double seconds = 0;            // until the last rank is ready
+  double build_seconds = 0;      // world rank 0's build + writing the image into its window
+  double broadcast_seconds = 0;  // from then until the slowest rank holds the image
+  double open_seconds = 0;       // opening the token stores, slowest rank
   double cpu_rank0_seconds = 0, cpu_others_seconds = 0;  // user + system, others summed
 };
 
