@@ -18,5 +18,6 @@ Runner RegisterSamples(CLI::App& app);
 Runner RegisterRun(CLI::App& app);
 Runner RegisterAudit(CLI::App& app);
 Runner RegisterPlan(CLI::App& app);
+Runner RegisterBench(CLI::App& app);
 
 }  // namespace gridfeed::app

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   add(gridfeed::app::RegisterRun);
   add(gridfeed::app::RegisterAudit);
   add(gridfeed::app::RegisterPlan);
+  add(gridfeed::app::RegisterBench);
   CLI::App* version = app.add_subcommand("version", "Print the version and the device probe");
   if (argc > 1 && argv[1][0] != '-') {  // CLI11 would say "A subcommand is required"
     bool known = false;

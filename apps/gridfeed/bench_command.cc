@@ -1,0 +1,164 @@
+// gridfeed bench: what a user wants to know before a run, measured on their own options and
+// corpus. World rank 0 builds the tables and writes their image (time, peak RSS, sizes) and
+// times one reader's assembly against its memcpy floor (bench_measure.h) while the other ranks
+// sleep; then, under mpirun, every rank opens the feeder as `run` does and the start-up until
+// every rank is ready is reported per phase (slowest rank). Only world rank 0 prints.
+//
+// Collective discipline: every rank takes the same path; a failure on any rank (options,
+// rank 0's build, the feeder's open) is agreed, so every rank returns the same error.
+#include <mpi.h>
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+
+#include "bench_measure.h"
+#include "bench_report.h"
+#include "commands.h"
+#include "gridfeed/config/flags.h"
+#include "gridfeed/core/log.h"
+#include "gridfeed/core/stopwatch.h"
+#include "gridfeed/feed/feeder.h"
+#include "gridfeed/parallel/agree.h"
+
+namespace gridfeed::app {
+namespace {
+
+struct BenchArgs {
+  int64_t samples = 0;
+  bool json = false;
+};
+
+// User + system CPU seconds of this process (all its threads).
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// Collective on the world: the feeder's start-up on every rank; the report on world rank 0.
+Status MeasureStartup(const config::JobOptions& options, int world_rank, StartupFacts* out) {
+  GRIDFEED_RETURN_IF_ERROR(parallel::SleepyBarrier(MPI_COMM_WORLD));  // a common start
+  const double cpu_before = CpuSeconds();
+  Stopwatch watch;
+  // Open agrees on its failures: every rank returns here with the same one.
+  GRIDFEED_ASSIGN_OR_RETURN(std::unique_ptr<feed::Feeder> f,
+                            feed::Feeder::Open(options, MPI_COMM_WORLD));
+  const double seconds = watch.Seconds();
+  const double cpu = CpuSeconds() - cpu_before;
+  // The others wait for rank 0's build inside their broadcast phase: the broadcast is counted
+  // from the end of rank 0's build until the slowest rank holds the image.
+  const auto& s = f->startup();
+  const double mine[3] = {seconds, s.build_seconds + s.broadcast_seconds, s.open_seconds};
+  double slowest[3] = {0, 0, 0};
+  GRIDFEED_RETURN_IF_ERROR(parallel::MpiStatus(
+      MPI_Reduce(mine, slowest, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD), "MPI_Reduce(max)"));
+  const double others = world_rank == 0 ? 0 : cpu;
+  double others_sum = 0;
+  GRIDFEED_RETURN_IF_ERROR(parallel::MpiStatus(
+      MPI_Reduce(&others, &others_sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD),
+      "MPI_Reduce(sum)"));
+  // Read on world rank 0 only.
+  out->seconds = slowest[0];
+  out->build_seconds = s.build_seconds;
+  out->broadcast_seconds = slowest[1] - s.build_seconds;
+  out->open_seconds = slowest[2];
+  out->cpu_rank0_seconds = cpu;
+  out->cpu_others_seconds = others_sum;
+  return Status::Ok();  // ~Feeder here, on every rank (collective)
+}
+
+Status Bench(const BenchArgs& a, const config::OptionFlags& flags) {
+  int world_rank = 0, world_size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  log::SetRank(world_rank, world_size);
+  // The options as the feeder resolves them (an OLMo order depends on the DP size).
+  auto resolved = flags.Resolve();
+  Status valid = resolved.status();
+  if (valid.ok() && a.samples < 0) {
+    valid = InvalidArgument("--samples must be 0 (about two seconds' worth) or more, got " +
+                            std::to_string(a.samples));
+  }
+  if (valid.ok()) {
+    auto dp = config::ValidateGrid(*resolved, world_size);
+    if (dp.ok()) {
+      resolved->grid.data_parallel_size = *dp;
+      if (resolved->batch.global_batch_size == 0) {
+        resolved->batch.global_batch_size = resolved->batch.micro_batch_size * *dp;
+      }
+    } else {
+      valid = dp.status();
+    }
+  }
+  GRIDFEED_RETURN_IF_ERROR(parallel::AgreeOnStatus(MPI_COMM_WORLD, valid, world_rank));
+  const config::JobOptions& options = *resolved;
+
+  BenchReport report;
+  report.ranks = world_size;
+  Status measured;
+  if (world_rank == 0) measured = MeasureBuildAndAssembly(options, a.samples, &report);
+  // The others sleep while rank 0 measures, then learn how it went.
+  GRIDFEED_RETURN_IF_ERROR(parallel::SleepyBarrier(MPI_COMM_WORLD));
+  GRIDFEED_RETURN_IF_ERROR(parallel::AgreeOnStatus(
+      MPI_COMM_WORLD, measured.WithContext("bench measurement"), world_rank));
+  if (world_size > 1) {
+    StartupFacts startup;
+    GRIDFEED_RETURN_IF_ERROR(MeasureStartup(options, world_rank, &startup));
+    report.startup = startup;
+  }
+  if (world_rank == 0) {
+    const std::string text = a.json ? ReportJson(report) + "\n" : ReportText(report);
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Runner RegisterBench(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand(
+      "bench",
+      "Measure on your options and corpus: table build time and peak memory, image size, "
+      "assembly rate vs its memcpy floor, and (under mpirun) start-up per phase");
+  auto flags = std::make_shared<config::OptionFlags>(sub, config::Groups::All());
+  auto a = std::make_shared<BenchArgs>();
+  sub->add_option("--samples", a->samples,
+                  "Positions one reader assembles for the rate (0: about two seconds' worth)");
+  sub->add_flag("--json", a->json, "Print one JSON object (keys in README) instead of a table");
+  return [a, flags]() -> Status {
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    Status st;
+    try {
+      st = Bench(*a, *flags);
+    } catch (const std::exception& e) {
+      // Unexpected (libraries' exceptions become Status where they arise): this rank cannot
+      // know where its peers wait, so the job ends from here.
+      int rank = 0;
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      std::fprintf(stderr, "gridfeed bench: error (rank %d): unexpected: %s\n", rank, e.what());
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (!st.ok()) {
+      // Agreed errors: every rank has the same one. Each prints it, then all meet once more so
+      // no rank is torn down before it printed.
+      int rank = 0;
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      std::fprintf(stderr, "gridfeed bench: error (rank %d): %s\n", rank, st.ToString().c_str());
+      std::fflush(stderr);
+      MPI_Barrier(MPI_COMM_WORLD);
+      MPI_Finalize();
+      std::exit(1);
+    }
+    MPI_Finalize();
+    return st;
+  };
+}
+
+}  // namespace gridfeed::app

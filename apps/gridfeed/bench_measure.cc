@@ -1,0 +1,156 @@
+#include "bench_measure.h"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <exception>
+#include <fstream>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "bench_image.h"
+#include "gridfeed/core/parse.h"
+#include "gridfeed/core/stopwatch.h"
+#include "gridfeed/order/pipeline.h"
+
+namespace gridfeed::app {
+namespace {
+
+// A "Vm...:  N kB" line of /proc/self/status in bytes; 0 when absent.
+uint64_t StatusBytes(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) != 0) continue;
+    std::string digits;
+    for (char c : line) {
+      if (c >= '0' && c <= '9') digits += c;
+    }
+    const auto kb = ParseInt64(digits);
+    return kb ? static_cast<uint64_t>(*kb) * 1024 : 0;
+  }
+  return 0;
+}
+
+// The resident high-water mark: VmHWM, else getrusage's ru_maxrss (kB on Linux).
+uint64_t PeakRssBytes() {
+  if (const uint64_t hwm = StatusBytes("VmHWM"); hwm > 0) return hwm;
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<uint64_t>(u.ru_maxrss) * 1024;
+}
+
+// Linux resets VmHWM to the current resident set on "5" > /proc/self/clear_refs (since 4.0),
+// so the mark covers the build alone rather than anything the process did before.
+bool ResetPeakRss() {
+  const int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = write(fd, "5", 1) == 1;
+  close(fd);
+  return ok;
+}
+
+order::Split SplitNamed(const std::string& name) {
+  if (name == "valid") return order::Split::kValid;
+  if (name == "test") return order::Split::kTest;
+  return order::Split::kTrain;
+}
+
+// Read() and the floor over consecutive positions, in blocks of about 64 MiB of tokens (more
+// than a CPU cache holds, little enough to stay in the page cache): each block is read and
+// copied once untimed, then timed, so both are measured on data in memory and on their own
+// mapping's second touch. The untimed Read() keeps the records the floor locates samples by.
+// `samples` 0: blocks until about two seconds have passed (a block is cut short at that time).
+void TimeAssembly(const order::OrderView& view, AssemblyFloor& floor, order::Split split,
+                  int64_t length, int64_t samples, AssemblyFacts* out) {
+  const int64_t block =
+      std::max<int64_t>(64, (int64_t{64} << 20) / (floor.tokens_per_sample() * 4));
+  order::Sample sample;
+  std::vector<order::SampleRecord> records;
+  int64_t n = 0, sink = 0;
+  Stopwatch total, watch;
+  auto more = [&](int64_t m) {  // whether the block takes another sample
+    if (samples > 0) return m < block && n + m < samples;
+    return m < block && (m % 16 != 0 || total.Seconds() < 2.0);
+  };
+  do {
+    records.clear();
+    for (int64_t m = 0; more(m); ++m) {
+      records.push_back(view.Read(split, (n + m) % length, &sample, false));
+    }
+    const auto m = static_cast<int64_t>(records.size());
+    for (int64_t i = 0; i < m; ++i) sink ^= floor.Copy(split, (n + i) % length, records[i]);
+    watch.Lap();
+    for (int64_t i = 0; i < m; ++i) view.Read(split, (n + i) % length, &sample, false);
+    out->read_seconds += watch.Lap();
+    for (int64_t i = 0; i < m; ++i) sink ^= floor.Copy(split, (n + i) % length, records[i]);
+    out->floor_seconds += watch.Lap();
+    n += m;
+  } while (samples > 0 ? n < samples : total.Seconds() < 2.0);
+  asm volatile("" : : "r"(sink) : "memory");  // the floor's copies are observable
+  out->samples = n;
+  out->split_length = length;
+  out->tokens_per_sample = floor.tokens_per_sample();
+}
+
+Status Measure(const config::JobOptions& options, int64_t samples, BenchReport* report) {
+  BuildFacts& b = report->build;
+  b.peak_since_build = ResetPeakRss();
+  b.rss_before_bytes = StatusBytes("VmRSS");
+  Stopwatch watch;
+  GRIDFEED_ASSIGN_OR_RETURN(std::unique_ptr<order::Pipeline> pipeline,
+                            order::Pipeline::For(options));
+  GRIDFEED_ASSIGN_OR_RETURN(std::unique_ptr<order::BuiltOrder> built, pipeline->Build());
+  b.build_seconds = watch.Lap();
+  // As the feeder does: the writer frees each table once it is in the image.
+  std::unique_ptr<order::ImageWriter> writer = built->TakeImage();
+  b.image_bytes = writer->size();
+  std::unique_ptr<std::byte[]> image(new std::byte[b.image_bytes]);  // 16-byte aligned
+  writer->WriteTo(image.get());
+  writer.reset();
+  built.reset();
+  b.image_write_seconds = watch.Lap();
+  b.peak_rss_bytes = PeakRssBytes();
+  const std::span<const std::byte> bytes(image.get(), b.image_bytes);
+  GRIDFEED_ASSIGN_OR_RETURN(b.table_bytes, TableBytesOf(options, bytes));
+
+  // A reader's view of the image. The build checked the token stores in full on this process,
+  // so their structure suffices (as for a reader whose node leader checked them).
+  GRIDFEED_ASSIGN_OR_RETURN(std::unique_ptr<order::OrderView> view, pipeline->ViewImage(bytes));
+  GRIDFEED_RETURN_IF_ERROR(view->OpenTokenStores(true));
+  const order::Split split = SplitNamed(options.feed.split_name);
+  const int64_t length = view->length(split);
+  if (length == 0) {
+    return FailedPrecondition("the " + options.feed.split_name +
+                              " split is empty with this --split: nothing to read");
+  }
+  GRIDFEED_ASSIGN_OR_RETURN(std::unique_ptr<AssemblyFloor> floor,
+                            MakeAssemblyFloor(options, bytes));
+
+  TimeAssembly(*view, *floor, split, length, samples, &report->assembly);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status MeasureBuildAndAssembly(const config::JobOptions& options, int64_t samples,
+                               BenchReport* report) {
+  report->pipeline = options.data.is_olmo()      ? "olmo"
+                     : options.data.is_mixture() ? "mixture"
+                                                 : "megatron";
+  report->split = options.feed.split_name;
+  report->seq_length = options.data.seq_length;
+  try {
+    return Measure(options, samples, report);
+  } catch (const std::bad_alloc&) {
+    return Internal("out of memory while building the tables or writing their image");
+  } catch (const std::exception& e) {
+    return Internal(std::string("bench: ") + e.what());
+  }
+}
+
+}  // namespace gridfeed::app

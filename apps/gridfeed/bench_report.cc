@@ -1,0 +1,141 @@
+#include "bench_report.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+namespace gridfeed::app {
+namespace {
+
+double Rate(int64_t n, double seconds) {
+  return seconds > 0 ? static_cast<double>(n) / seconds : 0;
+}
+
+using Json = nlohmann::ordered_json;
+
+Json OrNull(double v) { return v > 0 ? Json(v) : Json(nullptr); }
+
+std::string Bytes(uint64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  char s[32];
+  if (b >= 1e9) {
+    std::snprintf(s, sizeof(s), "%.2f GB", b / 1e9);
+  } else if (b >= 1e6) {
+    std::snprintf(s, sizeof(s), "%.1f MB", b / 1e6);
+  } else if (b >= 1e3) {
+    std::snprintf(s, sizeof(s), "%.1f kB", b / 1e3);
+  } else {
+    std::snprintf(s, sizeof(s), "%llu B", static_cast<unsigned long long>(bytes));
+  }
+  return s;
+}
+
+std::string SamplesPerSecond(double v) {
+  char s[48];
+  if (v >= 1e6) {
+    std::snprintf(s, sizeof(s), "%.2f M samples/s", v / 1e6);
+  } else if (v >= 1e3) {
+    std::snprintf(s, sizeof(s), "%.1f K samples/s", v / 1e3);
+  } else {
+    std::snprintf(s, sizeof(s), "%.1f samples/s", v);
+  }
+  return s;
+}
+
+// "  label ........ value" rows under a heading.
+void Row(std::string* out, const std::string& label, const std::string& value) {
+  char s[512];
+  std::snprintf(s, sizeof(s), "  %-24s %s\n", label.c_str(), value.c_str());
+  *out += s;
+}
+
+std::string Seconds(double v) {
+  char s[32];
+  std::snprintf(s, sizeof(s), "%.3f s", v);
+  return s;
+}
+
+}  // namespace
+
+std::string ReportText(const BenchReport& r) {
+  std::string out;
+  char s[512];
+  std::snprintf(s, sizeof(s), "gridfeed bench: %s order, %s split, seq %lld, %d rank%s\n",
+                r.pipeline.c_str(), r.split.c_str(), static_cast<long long>(r.seq_length), r.ranks,
+                r.ranks == 1 ? "" : "s");
+  out += s;
+  const BuildFacts& b = r.build;
+  out += "table build (world rank 0)\n";
+  Row(&out, "build", Seconds(b.build_seconds));
+  Row(&out, "image write", Seconds(b.image_write_seconds));
+  Row(&out, "tables", Bytes(b.table_bytes));
+  Row(&out, "image (broadcast)", Bytes(b.image_bytes));
+  Row(&out, "peak RSS",
+      Bytes(b.peak_rss_bytes) + " (" + Bytes(b.rss_before_bytes) + " before the build" +
+          (b.peak_since_build ? "" : "; peak over the process's lifetime") + ")");
+  const AssemblyFacts& a = r.assembly;
+  std::snprintf(s, sizeof(s),
+                "assembly, one reader (world rank 0, one thread): %lld consecutive positions of "
+                "%lld\n",
+                static_cast<long long>(a.samples), static_cast<long long>(a.split_length));
+  out += s;
+  const double read = Rate(a.samples, a.read_seconds), floor = Rate(a.samples, a.floor_seconds);
+  Row(&out, "Read()", SamplesPerSecond(read) + " (" + Seconds(a.read_seconds) + ")");
+  Row(&out, "memcpy + widen floor",
+      SamplesPerSecond(floor) + " (" + Seconds(a.floor_seconds) + ", " +
+          std::to_string(a.tokens_per_sample) + " tokens a sample)");
+  std::snprintf(s, sizeof(s), "%.2fx", a.floor_seconds > 0 ? a.read_seconds / a.floor_seconds : 0);
+  Row(&out, "Read() / floor", s);
+  if (r.startup) {
+    const StartupFacts& t = *r.startup;
+    std::snprintf(s, sizeof(s), "start-up until every rank is ready (%d ranks)\n", r.ranks);
+    out += s;
+    Row(&out, "total", Seconds(t.seconds));
+    Row(&out, "build + image write", Seconds(t.build_seconds));
+    Row(&out, "broadcast (slowest rank)", Seconds(t.broadcast_seconds));
+    Row(&out, "open (slowest rank)", Seconds(t.open_seconds));
+    std::snprintf(s, sizeof(s), "rank 0 %.2f s, the other ranks %.2f s in all", t.cpu_rank0_seconds,
+                  t.cpu_others_seconds);
+    Row(&out, "CPU", s);
+  }
+  return out;
+}
+
+std::string ReportJson(const BenchReport& r) {
+  const BuildFacts& b = r.build;
+  const AssemblyFacts& a = r.assembly;
+  Json j = {
+      {"pipeline", r.pipeline},
+      {"split", r.split},
+      {"seq_length", r.seq_length},
+      {"ranks", r.ranks},
+      {"build",
+       {{"build_seconds", b.build_seconds},
+        {"image_write_seconds", b.image_write_seconds},
+        {"table_bytes", b.table_bytes},
+        {"image_bytes", b.image_bytes},
+        {"rss_before_bytes", b.rss_before_bytes},
+        {"peak_rss_bytes", b.peak_rss_bytes},
+        {"peak_since_build", b.peak_since_build}}},
+      {"assembly",
+       {{"samples", a.samples},
+        {"split_length", a.split_length},
+        {"tokens_per_sample", a.tokens_per_sample},
+        {"read_seconds", a.read_seconds},
+        {"read_samples_per_second", OrNull(Rate(a.samples, a.read_seconds))},
+        {"floor_seconds", a.floor_seconds},
+        {"floor_samples_per_second", OrNull(Rate(a.samples, a.floor_seconds))},
+        {"read_over_floor", OrNull(a.floor_seconds > 0 ? a.read_seconds / a.floor_seconds : 0)}}},
+      {"startup", nullptr}};
+  if (r.startup) {
+    const StartupFacts& t = *r.startup;
+    j["startup"] = {{"seconds", t.seconds},
+                    {"build_seconds", t.build_seconds},
+                    {"broadcast_seconds", t.broadcast_seconds},
+                    {"open_seconds", t.open_seconds},
+                    {"cpu_rank0_seconds", t.cpu_rank0_seconds},
+                    {"cpu_others_seconds", t.cpu_others_seconds}};
+  }
+  return j.dump();
+}
+
+}  // namespace gridfeed::app
