@@ -1,57 +1,28 @@
 #include "bench_measure.h"
 
-#include <fcntl.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <exception>
-#include <fstream>
 #include <memory>
 #include <new>
 #include <string>
 #include <vector>
 
 #include "bench_image.h"
-#include "gridfeed/core/parse.h"
+#include "gridfeed/core/memory_usage.h"
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/order/pipeline.h"
 
 namespace gridfeed::app {
 namespace {
 
-// A "Vm...:  N kB" line of /proc/self/status in bytes; 0 when absent.
-uint64_t StatusBytes(const std::string& field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(field + ":", 0) != 0) continue;
-    std::string digits;
-    for (char c : line) {
-      if (c >= '0' && c <= '9') digits += c;
-    }
-    const auto kb = ParseInt64(digits);
-    return kb ? static_cast<uint64_t>(*kb) * 1024 : 0;
-  }
-  return 0;
-}
-
 // The resident high-water mark: VmHWM, else getrusage's ru_maxrss (kB on Linux).
 uint64_t PeakRssBytes() {
-  if (const uint64_t hwm = StatusBytes("VmHWM"); hwm > 0) return hwm;
+  if (const int64_t hwm = PeakResidentBytes(); hwm > 0) return static_cast<uint64_t>(hwm);
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return static_cast<uint64_t>(u.ru_maxrss) * 1024;
-}
-
-// Linux resets VmHWM to the current resident set on "5" > /proc/self/clear_refs (since 4.0),
-// so the mark covers the build alone rather than anything the process did before.
-bool ResetPeakRss() {
-  const int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const bool ok = write(fd, "5", 1) == 1;
-  close(fd);
-  return ok;
 }
 
 order::Split SplitNamed(const std::string& name) {
@@ -99,8 +70,8 @@ void TimeAssembly(const order::OrderView& view, AssemblyFloor& floor, order::Spl
 
 Status Measure(const config::JobOptions& options, int64_t samples, BenchReport* report) {
   BuildFacts& b = report->build;
-  b.peak_since_build = ResetPeakRss();
-  b.rss_before_bytes = StatusBytes("VmRSS");
+  b.peak_since_build = ResetPeakResident();
+  b.rss_before_bytes = static_cast<uint64_t>(std::max<int64_t>(0, ResidentBytes()));
   Stopwatch watch;
   GRIDFEED_ASSIGN_OR_RETURN(std::unique_ptr<order::Pipeline> pipeline,
                             order::Pipeline::For(options));

@@ -2,9 +2,8 @@
 // tables of tens of millions of entries that are written once in full:
 //  - left uninitialised (std::vector's zero fill is a wasted pass over fresh pages);
 //  - 2 MiB aligned with transparent huge pages advised, so a table faults 2 MiB at a time and
-//    random accesses miss the TLB less;
-//  - Shrink and Adopt return or reuse pages in place (a table narrowed where it was built).
-// Ownership: owns its mapping; move-only moves it, copying allocates a deep copy. Allocation
+//    random accesses miss the TLB less.
+// Ownership: owns its mapping; a move hands it over, a copy allocates its own. Allocation
 // failure throws std::bad_alloc, like std::vector. Not thread safe for mutation; concurrent
 // reads are safe.
 #pragma once
@@ -96,33 +95,6 @@ class PageArray {
     std::swap(mapped_, other.mapped_);
   }
 
-  // Takes over `other`'s pages as `n` entries of T: its bytes are kept, read as T (for a
-  // table rewritten in place into a narrower type). REQUIRES: n * sizeof(T) fits them.
-  template <typename U>
-  static PageArray Adopt(PageArray<U>&& other, size_t n) {
-    PageArray out;
-    if (n * sizeof(T) > other.mapped_) throw std::bad_alloc();
-    out.base_ = std::exchange(other.base_, nullptr);
-    out.mapped_ = std::exchange(other.mapped_, 0);
-    other.size_ = 0;
-    out.size_ = n;
-    return out;
-  }
-
-  // Keeps the first `n` entries and gives the whole pages past them back to the OS (also
-  // those an Adopt left past the end). REQUIRES: n <= size().
-  void Shrink(size_t n) {
-    if (n > size_) return;
-    const size_t keep = (n * sizeof(T) + page_array_internal::kPage - 1) /
-                        page_array_internal::kPage * page_array_internal::kPage;
-    if (keep < mapped_) {
-      ::munmap(base_ + keep, mapped_ - keep);
-      mapped_ = keep;
-      if (keep == 0) base_ = nullptr;
-    }
-    size_ = n;
-  }
-
   // Faults every page in now (the kernel zeroes them), so that cost falls on the calling
   // thread rather than on the first writer. Contents stay indeterminate.
   void Populate() {
@@ -154,9 +126,6 @@ class PageArray {
   }
 
  private:
-  template <typename U>
-  friend class PageArray;
-
   std::byte* base_ = nullptr;
   size_t size_ = 0;
   size_t mapped_ = 0;  // bytes of the mapping from base_
