@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <numeric>
 
@@ -56,6 +57,18 @@ TEST(PageArray, PopulateMakesThePagesResident) {
   a.Populate();
   EXPECT_GE(PeakResidentBytes() - before, int64_t{60} << 20);
   EXPECT_GE(ResidentBytes(), int64_t{60} << 20);
+}
+
+TEST(PageArray, ReleaseFrontGivesBackWholePagesOnly) {
+  PageArray<uint32_t> a(size_t{16} << 20);  // 64 MiB
+  std::fill(a.begin(), a.end(), 5u);
+  const int64_t full = ResidentBytes();
+  a.ReleaseFront(a.size() / 2 + 1);  // half the pages, and one entry of the next
+  EXPECT_GE(full - ResidentBytes(), int64_t{30} << 20);
+  EXPECT_EQ(a[0], 0u);
+  EXPECT_EQ(a[a.size() / 2 - 1], 0u);
+  EXPECT_EQ(a[a.size() / 2], 5u);  // its page also holds entries not released
+  EXPECT_EQ(a[a.size() - 1], 5u);
 }
 
 }  // namespace

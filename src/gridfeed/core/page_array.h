@@ -10,6 +10,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -105,6 +106,14 @@ class PageArray {
     for (size_t at = 0; at < mapped_; at += page_array_internal::kPage) {
       *reinterpret_cast<volatile std::byte*>(base_ + at) = std::byte{0};
     }
+  }
+
+  // Gives back the whole pages that hold only entries before `n`, which read as zero after:
+  // for a table copied out front to back, so the copy and the table are not both held whole.
+  void ReleaseFront(size_t n) {
+    const size_t bytes =
+        std::min(n, size_) * sizeof(T) / page_array_internal::kPage * page_array_internal::kPage;
+    if (bytes) ::madvise(base_, bytes, MADV_DONTNEED);
   }
 
   size_t size() const { return size_; }

@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -29,19 +30,31 @@ class Arrays {
   nlohmann::json Add(Array& v, bool release) {
     using T = std::remove_cvref_t<decltype(*v.data())>;
     const size_t offset = Align8(size_);
-    Part part{offset, v.size() * sizeof(T), reinterpret_cast<const std::byte*>(v.data()), {}};
-    if (release) part.release = [&v] { Array gone(std::move(v)); };
+    Part part{offset, v.size() * sizeof(T), reinterpret_cast<const std::byte*>(v.data()), {}, {}};
+    if (release) {
+      part.release = [&v] { Array gone(std::move(v)); };
+      if constexpr (requires { v.ReleaseFront(size_t{0}); }) {
+        part.copied = [&v](size_t bytes) { v.ReleaseFront(bytes / sizeof(T)); };
+      }
+    }
     parts_.push_back(std::move(part));
     size_ = offset + v.size() * sizeof(T);
     return nlohmann::json::array({offset, v.size()});
   }
   size_t size() const { return size_; }
-  // Copies every array to `base` (gaps between them zeroed), releasing each after its copy.
+  // Copies every array to `base` (gaps between them zeroed), releasing each after its copy
+  // (a PageArray also piece by piece while it is copied).
   void CopyTo(std::byte* base) {
+    constexpr size_t kPiece = size_t{64} << 20;
     size_t at = 0;
     for (auto& p : parts_) {
       std::memset(base + at, 0, p.offset - at);
-      if (p.size) std::memcpy(base + p.offset, p.data, p.size);
+      for (size_t done = 0; done < p.size;) {
+        const size_t n = std::min(kPiece, p.size - done);
+        std::memcpy(base + p.offset + done, p.data + done, n);
+        done += n;
+        if (p.copied) p.copied(done);
+      }
       at = p.offset + p.size;
       if (p.release) p.release();
     }
@@ -52,6 +65,7 @@ class Arrays {
     size_t offset, size;
     const std::byte* data;
     std::function<void()> release;
+    std::function<void(size_t bytes)> copied;  // after each piece: bytes copied so far
   };
   std::vector<Part> parts_;
   size_t size_ = 0;
