@@ -204,8 +204,8 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
 
   // Drawing thread: every random number in Megatron's order. The document-index swap targets
   // go through the stream to the calling thread, which applies them and builds the sample
-  // index meanwhile this thread shuffles the shuffle index (whose length follows from the
-  // tokens alone) with the draws that come next.
+  // index while this thread shuffles the shuffle index (whose length follows from the tokens
+  // alone) with the draws that come next.
   DrawStream draws;
   std::latch pages_ready(1);
   double shuffle_seconds = 0;

@@ -86,9 +86,10 @@ struct GptTablesTimes {
 // sequence ids [begin, end). InvalidArgument when the split has no tokens but samples are
 // asked for (Megatron would loop forever).
 //
-// Uses two threads: one draws every random number in Megatron's order (document-index swap
-// targets, then the shuffle index, whose length follows from the token count alone), the
-// other applies the swaps and builds the sample index. The tables live in PageArrays
+// Uses two threads: one draws every random number in Megatron's order; it hands the
+// document-index swap targets to the other, which applies them and builds the sample index,
+// and meanwhile shuffles the shuffle index (whose length follows from the token count alone)
+// with the draws that come next. The tables live in PageArrays
 // (uninitialised, huge pages); beside them the build holds one dense copy of the split's
 // lengths (4 bytes per sequence).
 Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int64_t end,
