@@ -22,6 +22,7 @@
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/feed/feeder.h"
 #include "gridfeed/parallel/agree.h"
+#include "mpi_job.h"
 
 namespace gridfeed::app {
 namespace {
@@ -131,33 +132,7 @@ Runner RegisterBench(CLI::App& app) {
                   "Positions one reader assembles for the rate (0: about two seconds' worth)");
   sub->add_flag("--json", a->json, "Print one JSON object (keys in README) instead of a table");
   return [a, flags]() -> Status {
-    int provided = 0;
-    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-    Status st;
-    try {
-      st = Bench(*a, *flags);
-    } catch (const std::exception& e) {
-      // Unexpected (libraries' exceptions become Status where they arise): this rank cannot
-      // know where its peers wait, so the job ends from here.
-      int rank = 0;
-      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-      std::fprintf(stderr, "gridfeed bench: error (rank %d): unexpected: %s\n", rank, e.what());
-      std::fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    if (!st.ok()) {
-      // Agreed errors: every rank has the same one. Each prints it, then all meet once more so
-      // no rank is torn down before it printed.
-      int rank = 0;
-      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-      std::fprintf(stderr, "gridfeed bench: error (rank %d): %s\n", rank, st.ToString().c_str());
-      std::fflush(stderr);
-      MPI_Barrier(MPI_COMM_WORLD);
-      MPI_Finalize();
-      std::exit(1);
-    }
-    MPI_Finalize();
-    return st;
+    return RunMpiJob("gridfeed bench", [&] { return Bench(*a, *flags); });
   };
 }
 

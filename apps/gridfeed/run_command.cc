@@ -21,6 +21,7 @@
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/npy.h"
 #include "gridfeed/parallel/agree.h"
+#include "mpi_job.h"
 
 namespace gridfeed::app {
 namespace {
@@ -288,33 +289,10 @@ Runner RegisterRun(CLI::App& app) {
   sub->add_option("--testing-kill-rank", a->kill_rank)->group("");
   sub->add_option("--testing-kill-step", a->kill_step)->group("");
   return [a, flags]() -> Status {
-    int provided = 0;
-    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-    Status st = io::RemoveTempFilesOnSignal();
-    try {
-      if (st.ok()) st = RunFeeder(*a, *flags);
-    } catch (const std::exception& e) {
-      // Unexpected here (libraries' exceptions become Status where they arise): this rank
-      // cannot know where its peers wait, so the job ends from here.
-      int rank = 0;
-      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-      std::fprintf(stderr, "gridfeed run: error (rank %d): unexpected: %s\n", rank, e.what());
-      std::fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    if (!st.ok()) {
-      // Errors that reach here are agreed: every rank has the same one. Each prints it, then
-      // all meet once more so no rank is torn down before it printed.
-      int rank = 0;
-      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-      std::fprintf(stderr, "gridfeed run: error (rank %d): %s\n", rank, st.ToString().c_str());
-      std::fflush(stderr);
-      MPI_Barrier(MPI_COMM_WORLD);
-      MPI_Finalize();
-      std::exit(1);
-    }
-    MPI_Finalize();
-    return st;
+    return RunMpiJob("gridfeed run", [&] {
+      GRIDFEED_RETURN_IF_ERROR(io::RemoveTempFilesOnSignal());
+      return RunFeeder(*a, *flags);
+    });
   };
 }
 

@@ -59,30 +59,23 @@ const Fixture& Get() {
   return *f;
 }
 
-void BM_Assemble(benchmark::State& state) {
+// Whole samples, one after another, through `assemble` (today's or the reference).
+template <auto assemble>
+void BM_Whole(benchmark::State& state) {
   const auto& f = Get();
   const auto& m = f.built.splits[0]->mids[0];
   const auto view = m.tables.View();
   order::Sample sample;
   int64_t i = 0, n = view.num_samples();
   for (auto _ : state) {
-    order::AssembleSample(*m.dataset, view, i++ % n, f.options, &sample);
+    assemble(*m.dataset, view, i++ % n, f.options, &sample);
     benchmark::DoNotOptimize(sample.tokens.data());
   }
   state.SetItemsProcessed(state.iterations());
 }
-
+void BM_Assemble(benchmark::State& state) { BM_Whole<order::AssembleSample>(state); }
 void BM_AssembleReference(benchmark::State& state) {
-  const auto& f = Get();
-  const auto& m = f.built.splits[0]->mids[0];
-  const auto view = m.tables.View();
-  order::Sample sample;
-  int64_t i = 0, n = view.num_samples();
-  for (auto _ : state) {
-    testing::ReferenceAssembleSample(*m.dataset, view, i++ % n, f.options, &sample);
-    benchmark::DoNotOptimize(sample.tokens.data());
-  }
-  state.SetItemsProcessed(state.iterations());
+  BM_Whole<testing::ReferenceAssembleSample>(state);
 }
 
 enum Stage { kOnly, kFirst, kLast };
