@@ -79,6 +79,9 @@ Runner RegisterSamples(CLI::App& app) {
     if (view.length(split) == 0) return FailedPrecondition("split " + name + " is empty");
     GRIDFEED_ASSIGN_OR_RETURN(std::vector<int64_t> pos,
                               ParsePositions(*positions, view.length(split)));
+    // One array shape: every position at one length (a mixture stage may set its own).
+    GRIDFEED_ASSIGN_OR_RETURN(const order::SeqLengths lengths, order::SeqLengthsOf(o, split));
+    GRIDFEED_ASSIGN_OR_RETURN(const int64_t L, lengths.Common(pos));
     std::vector<int64_t> tokens, labels, position_ids;
     std::vector<float> loss_mask;
     std::vector<uint8_t> mask;
@@ -94,7 +97,7 @@ Runner RegisterSamples(CLI::App& app) {
       mask.insert(mask.end(), sample.attention_mask.begin(), sample.attention_mask.end());
       dataset_id.push_back(static_cast<int16_t>(r.dataset));
     }
-    const int64_t n = static_cast<int64_t>(pos.size()), L = o.data.seq_length;
+    const int64_t n = static_cast<int64_t>(pos.size());
     GRIDFEED_RETURN_IF_ERROR(io::MakeDirs(*out));
     GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(*out + "/items_index.npy", pos));
     GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(*out + "/tokens.npy", tokens, {n, L}));

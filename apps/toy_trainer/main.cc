@@ -137,7 +137,7 @@ int Run(const Args& a, const config::OptionFlags& flags) {
   if (g.pp_size() > 2) Fail("the toy trainer supports 1 or 2 pipeline stages");
 
   ModelConfig mc;
-  mc.seq_length = options.data.seq_length;
+  mc.seq_length = feeder.max_seq_length();  // position embeddings for the longest stage
   mc.vocab_size = options.data.vocab_size > 0 ? options.data.vocab_size : 8000;
   mc.layers = a.layers;
   mc.d_model = a.d_model;
@@ -182,7 +182,7 @@ int Run(const Args& a, const config::OptionFlags& flags) {
     ledger = std::move(w).value();
   }
   const int64_t micro = feeder.num_microbatches_per_global_batch();
-  const int64_t B = options.batch.micro_batch_size, S = mc.seq_length, D = mc.d_model;
+  const int64_t B = options.batch.micro_batch_size, D = mc.d_model;
   MPI_Comm pp = g.pp_comm();
   // Per-source loss (a blend of several sources): each sample's loss, averaged per source id.
   const std::vector<std::string> source_names = SourceNames(options.data);
@@ -190,6 +190,7 @@ int Run(const Args& a, const config::OptionFlags& flags) {
   for (int64_t step = feeder.resumed_iteration(); step < train_iters; ++step) {
     opt.zero_grad();
     std::vector<torch::Tensor> outs, ins, losses;
+    std::vector<int64_t> lengths;  // each micro-batch's seq length (a stage may set its own)
     std::vector<double> source_loss(2 * num_sources, 0.0);  // sums, then sample counts
     for (int64_t m = 0; m < micro; ++m) {
       auto mb = feeder.Next();
@@ -206,7 +207,8 @@ int Run(const Args& a, const config::OptionFlags& flags) {
           if (Status st = ledger->Append(r); !st.ok()) Fail(st.ToString());
         }
       }
-      const int64_t local = mb->local_seq_length;
+      const int64_t local = mb->local_seq_length, S = mb->seq_length;
+      lengths.push_back(S);
       torch::Tensor x;
       if (first) {
         auto tokens = Reassemble(Tensor64(mb->tokens, B, local), g);
@@ -254,7 +256,7 @@ int Run(const Args& a, const config::OptionFlags& flags) {
           MPI_Send(grad.data_ptr(), static_cast<int>(grad.numel()), MPI_FLOAT, 0, 1, pp);
         }
       } else {
-        auto grad = torch::empty({S, B, D});
+        auto grad = torch::empty({lengths[static_cast<size_t>(m)], B, D});
         MPI_Recv(grad.data_ptr(), static_cast<int>(grad.numel()), MPI_FLOAT, 1, 1, pp,
                  MPI_STATUS_IGNORE);
         outs[m].backward(grad);

@@ -253,4 +253,61 @@ for moved in 64 96; do
   grep -q "governs it" "$WORK/shifted.out" || { cat "$WORK/shifted.out"; fail "shift message"; }
 done
 echo "amended run: one ledger across kill, resume and amendment, verified per schedule"
+
+# A long-context stage: 128-token samples after 64-token ones, under PP 2 x DP 2 (a middle rank
+# knows the length too: run checks TP peers and DP coverage). The ledger's records are each
+# stage's length (their token hash over that many tokens is recomputed by audit verify, per
+# source and length stream), accounting counts tokens at each stage's length, plan shows it,
+# and a length change off the global batches is refused naming the stage.
+long_schedule() {  # $1: main samples
+  cat <<YAML
+seq-length: 64
+split: "969,30,1"
+sources: {u16: corpora/corpus_u16, i32: corpora/corpus_i32, multi: corpora/corpus_multi}
+schedule:
+  - {name: main, samples: $1, mixture: {u16: 0.5, i32: 0.3, multi: 0.2}}
+  - {name: long, samples: 64, seq_length: 128, mixture: {u16: 0.2, i32: 0.3, multi: 0.5}, ramp_samples: 16}
+YAML
+}
+long_schedule 64 > "$WORK/long.yaml"
+long_schedule 72 > "$WORK/off.yaml"
+"$GRIDFEED" plan --config "$WORK/long.yaml" > "$WORK/long_plan.txt" || fail "plan (long stage)"
+grep -q "stage 'long': samples \[64, 128), seq_length 128, ramp over 16 samples" \
+  "$WORK/long_plan.txt" || { cat "$WORK/long_plan.txt"; fail "plan: the stage's length"; }
+L=(--micro-batch-size 2 --global-batch-size 16 --pipeline-model-parallel-size 2 --train-iters 8)
+mpirun -n 4 --oversubscribe "$GRIDFEED" run --config "$WORK/long.yaml" "${L[@]}" \
+  --ledger "$WORK/long" > "$WORK/long.out" 2>&1 || { cat "$WORK/long.out"; fail "long run"; }
+"$GRIDFEED" audit verify --ledger "$WORK/long" > "$WORK/long_verify.out" 2>&1 \
+  || { cat "$WORK/long_verify.out"; fail "audit verify (long stage)"; }
+"$GRIDFEED" audit accounting --ledger "$WORK/long" --json > "$WORK/long_acc.json" \
+  || fail "audit accounting (long stage)"
+/usr/bin/python3 - "$WORK/long" "$WORK/long_acc.json" <<'PY' || fail "long-stage accounting"
+import glob, json, sys
+ledger, acc_path = sys.argv[1:3]
+counts = [[0, 0, 0], [0, 0, 0]]
+for f in glob.glob(f"{ledger}/dp*.tsv"):
+    for line in open(f):
+        if line.startswith("#") or line.startswith("iteration"):
+            continue
+        pos, ds = (int(x) for x in line.split("\t")[3:5])
+        counts[0 if pos < 64 else 1][ds] += 1
+assert sum(map(sum, counts)) == 128, counts
+acc = json.load(open(acc_path))
+for k, a in enumerate(acc):
+    assert a["samples"] == counts[0][k] + counts[1][k], (a, counts)
+    assert a["tokens"] == 64 * counts[0][k] + 128 * counts[1][k], (a, counts)
+    got = [(s["stage"], s["samples"], s["tokens"]) for s in a["stages"]]
+    assert got == [("main", counts[0][k], 64 * counts[0][k]),
+                   ("long", counts[1][k], 128 * counts[1][k])], (got, counts)
+print("long-context stage: ledger, verify and accounting agree on each stage's length")
+PY
+set +e
+mpirun -n 4 --oversubscribe "$GRIDFEED" run --config "$WORK/off.yaml" "${L[@]}" \
+  > "$WORK/off.out" 2>&1
+rc=$?
+set -e
+[ "$rc" -ne 0 ] || fail "a length change off the global batches was accepted"
+grep -q "schedule\[1\] reads 128 tokens per sample" "$WORK/off.out" \
+  || { cat "$WORK/off.out"; fail "the misaligned stage is not named"; }
+echo "long-context stage: runs, verifies and accounts at its own length"
 echo "cli mixture: ok"

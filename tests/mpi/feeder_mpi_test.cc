@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <set>
 
+#include "gridfeed/config/mixture_schedule.h"
 #include "gridfeed/feed/feeder.h"
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/npy.h"
@@ -351,6 +352,78 @@ TEST_F(FeederMpi, DeviceBroadcastWithoutAGpuFailsTheSameEverywhere) {
   EXPECT_EQ(f.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(f.status().message().find("device broadcast"), std::string::npos);
   ExpectSameEverywhere(f.status());
+}
+
+// A mixture whose last stage reads 256-token samples: every rank, middle stages included,
+// learns each micro-batch's length; readers get the samples the order module gives at it.
+TEST_F(FeederMpi, MixtureStageLengthShapesEveryMicroBatch) {
+  const std::string schedule = R"({"sources": {"u16": "corpora/corpus_u16",
+      "i32": "corpora/corpus_i32"},
+      "schedule": [{"name": "main", "iterations": 3, "mixture": {"u16": 1, "i32": 1}},
+                   {"name": "long", "iterations": 2, "seq_length": 256,
+                    "mixture": {"u16": 1, "i32": 3}}]})";
+  auto parsed = config::ParseMixtureSchedule(schedule);
+  GRIDFEED_ASSERT_ALL_RANKS(parsed.ok(), parsed.status().ToString());
+  for (Layout l : Layouts()) {
+    SCOPED_TRACE("TP" + std::to_string(l.tp) + " PP" + std::to_string(l.pp) + " CP" +
+                 std::to_string(l.cp));
+    FeederOptions o;
+    o.data.mixture_schedule = config::MixtureScheduleJson(*parsed);
+    o.data.split = "99,1,0";
+    o.data.seq_length = 128;
+    o.data.seed = 99;
+    o.grid.tensor_model_parallel_size = l.tp;
+    o.grid.pipeline_model_parallel_size = l.pp;
+    o.grid.context_parallel_size = l.cp;
+    o.batch.micro_batch_size = 2;
+    o.feed.prefetch_depth = 2;
+    auto f = Feeder::Open(o, MPI_COMM_WORLD);
+    ASSERT_OPEN_ALL_RANKS(f, true);
+    const auto& g = (*f)->grid();
+    EXPECT_EQ((*f)->max_seq_length(), 256);
+    auto pipeline = order::Pipeline::For((*f)->options());
+    GRIDFEED_ASSERT_ALL_RANKS(pipeline.ok(), pipeline.status().ToString());
+    auto built = (*pipeline)->Build();
+    GRIDFEED_ASSERT_ALL_RANKS(built.ok(), built.status().ToString());
+    const order::OrderView& view = (*built)->view();
+    const int64_t mbs = 2, dp = g.dp_size();
+    for (int64_t step = 0; step < 5; ++step) {
+      auto mb = (*f)->Next();
+      GRIDFEED_ASSERT_ALL_RANKS(mb.ok(), mb.status().ToString());
+      auto check_step = [&] {
+        const int64_t S = step < 3 ? 128 : 256;
+        EXPECT_EQ(mb->seq_length, S) << "step " << step;
+        EXPECT_EQ(mb->local_seq_length, S / g.cp_size());
+        if (mb->empty()) return;
+        std::vector<int64_t> want_sources, tokens, labels;
+        for (int64_t k = 0; k < mbs; ++k) {
+          const int64_t p = (step * dp + g.dp_rank()) * mbs + k;
+          EXPECT_EQ(mb->sample_positions[static_cast<size_t>(k)], p);
+          order::Sample s;
+          want_sources.push_back(view.Read(order::Split::kTrain, p, &s, false).dataset);
+          ASSERT_EQ(static_cast<int64_t>(s.tokens.size()), S);
+          auto put = [&](auto& to, const auto& from) {
+            auto sliced = Slice(from, 1, S, 1, g.cp_size(), g.cp_rank());
+            to.insert(to.end(), sliced.begin(), sliced.end());
+          };
+          put(tokens, s.tokens);
+          put(labels, s.labels);
+        }
+        EXPECT_EQ(mb->source_ids, want_sources);
+        if (mb->has_inputs) {
+          EXPECT_EQ(mb->tokens, tokens);
+        }
+        if (mb->has_targets) {
+          EXPECT_EQ(mb->labels, labels);
+        }
+      };
+      check_step();
+      GRIDFEED_ASSERT_ALL_RANKS(!HasFatalFailure(),
+                                "step " + std::to_string(step) + ": a fatal check failed here");
+    }
+    auto end = (*f)->Next();
+    GRIDFEED_ASSERT_ALL_RANKS(!end.ok(), "the schedule has 5 iterations");
+  }
 }
 
 TEST_F(FeederMpi, SplitRunsOutOnEveryRankTogether) {

@@ -44,7 +44,7 @@ TEST(MixtureSchedule, ErrorsNameTheKey) {
                     "max_epochs": {"books": 2}})")
                 .find("max_epochs.books"),
             std::string::npos);
-  EXPECT_NE(ErrorOf("{" + src + R"("schedule": [{"samples": 10, "alpha": 1, "seq_length": 8}]})")
+  EXPECT_NE(ErrorOf("{" + src + R"("schedule": [{"samples": 10, "alpha": 1, "seq_length": -8}]})")
                 .find("schedule[0].seq_length"),
             std::string::npos);
   EXPECT_NE(ErrorOf("{" + src + R"("schedule": [{"samples": 10, "mixture": {"web": 0}}]})")

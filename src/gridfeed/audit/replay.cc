@@ -283,7 +283,17 @@ Result<VerifyReport> Verify(const Ledger& ledger) {
   }
   std::vector<int64_t> positions;
   const bool mixture = !o.data.mixture_schedule.empty();
-  std::vector<std::vector<int64_t>> streams;  // mixture: per source, the samples read
+  // Mixture: per source and seq length (a stage's own length is another stream of the
+  // source), the samples read. An amendment keeps the past, lengths included: the last
+  // schedule's lengths hold for every position.
+  std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> streams;
+  order::SeqLengths lengths;
+  if (mixture) {
+    GRIDFEED_ASSIGN_OR_RETURN(
+        const config::JobOptions last,
+        LedgerOptions(ledger, ledger.schedules.empty() ? size_t{0} : ledger.schedules.size() - 1));
+    GRIDFEED_ASSIGN_OR_RETURN(lengths, order::SeqLengthsOf(last));
+  }
   for (const auto& e : ledger.entries) {
     const auto& got = e.record;
     ++report.records;
@@ -327,10 +337,8 @@ Result<VerifyReport> Verify(const Ledger& ledger) {
         return report;
       }
     }
-    if (mixture) {
-      const auto k = static_cast<size_t>(got.dataset);  // checked against the order above
-      if (streams.size() <= k) streams.resize(k + 1);
-      streams[k].push_back(got.dataset_sample);
+    if (mixture) {  // the source was checked against the order above
+      streams[{got.dataset, lengths.At(got.position)}].push_back(got.dataset_sample);
     }
   }
   if (o.data.dataloader_type == "cyclic") {  // every epoch reads the positions again
@@ -356,10 +364,12 @@ Result<VerifyReport> Verify(const Ledger& ledger) {
   // Each source's stream (its Megatron tables, the same under every schedule as the records
   // above show): samples [0, n) each read once.
   const auto names = replay->view().Sources(order::Split::kTrain);
-  for (size_t k = 0; k < streams.size(); ++k) {
-    auto& v = streams[k];
+  for (auto& [key, v] : streams) {
+    const auto k = static_cast<size_t>(key.first);
     std::sort(v.begin(), v.end());
-    const std::string name = k < names.size() ? names[k].name : std::to_string(k);
+    const std::string name =
+        (k < names.size() ? names[k].name : std::to_string(k)) +
+        (lengths.uniform() ? "" : "' at seq length '" + std::to_string(key.second));
     for (size_t j = 0; j < v.size(); ++j) {
       if (j > 0 && v[j] == v[j - 1]) {
         report.first_difference = "source '" + name + "': sample " + std::to_string(v[j]) +
@@ -373,7 +383,8 @@ Result<VerifyReport> Verify(const Ledger& ledger) {
         return report;
       }
     }
-    report.source_samples.push_back(static_cast<int64_t>(v.size()));
+    if (report.source_samples.size() <= k) report.source_samples.resize(k + 1, 0);
+    report.source_samples[k] += static_cast<int64_t>(v.size());
   }
   report.ok = true;
   return report;
@@ -453,9 +464,14 @@ class PiecewiseTarget {
 
 // Per stage of the ledger's (last) mixture schedule: each record counts in the stage of its
 // position; the targets are the cumulative targets over the positions the ledger covered.
+// What one sample of `seq_length` tokens counts towards an epoch of `source` (1 at its length).
+double EpochUnits(const order::SourceInfo& source, int64_t run_seq_length, int64_t seq_length) {
+  const int64_t own = source.seq_length ? source.seq_length : run_seq_length;
+  return own == seq_length ? 1.0 : static_cast<double>(seq_length) / static_cast<double>(own);
+}
+
 Result<std::vector<StageAccount>> AccountStages(const Ledger& ledger, int64_t until, int64_t window,
-                                                const std::vector<order::SourceInfo>& sources,
-                                                int64_t seq_length) {
+                                                const std::vector<order::SourceInfo>& sources) {
   const size_t n = sources.size();
   PiecewiseTarget targets;
   order::MixtureLayout layout;
@@ -478,11 +494,15 @@ Result<std::vector<StageAccount>> AccountStages(const Ledger& ledger, int64_t un
     out[i].sources.resize(n);
   }
   std::vector<std::map<int64_t, IterationReads>> reads(num_stages);  // by iteration
+  std::vector<std::vector<double>> units(num_stages, std::vector<double>(n, 0.0));
   for (const auto& e : ledger.entries) {
     if (until >= 0 && e.record.iteration >= until) continue;
     const auto i = static_cast<size_t>(layout.StageAt(e.record.position));
     auto& st = out[i];
-    ++st.sources[static_cast<size_t>(e.record.dataset)].samples;
+    const auto source = static_cast<size_t>(e.record.dataset);
+    ++st.sources[source].samples;
+    st.sources[source].tokens += layout.stage_seq_length[i];
+    units[i][source] += EpochUnits(sources[source], layout.seq_length, layout.stage_seq_length[i]);
     st.reached = std::max(st.reached, std::min(st.end, e.record.position + 1));
     if (st.first_iteration < 0 || e.record.iteration < st.first_iteration) {
       st.first_iteration = e.record.iteration;
@@ -499,7 +519,7 @@ Result<std::vector<StageAccount>> AccountStages(const Ledger& ledger, int64_t un
     r.end = std::max(r.end, e.record.position + 1);
     ++r.counts[static_cast<size_t>(e.record.dataset)];
   }
-  std::vector<int64_t> cumulative(n, 0);
+  std::vector<double> cumulative(n, 0);
   for (size_t i = 0; i < num_stages; ++i) {
     auto& st = out[i];
     int64_t total = 0;
@@ -515,13 +535,11 @@ Result<std::vector<StageAccount>> AccountStages(const Ledger& ledger, int64_t un
         ComputeWindowShares(list, window, n, [&](size_t k, int64_t q) { return targets.At(k, q); });
     for (size_t k = 0; k < n; ++k) {
       auto& s = st.sources[k];
-      s.tokens = s.samples * seq_length;
       s.share = total ? static_cast<double>(s.samples) / static_cast<double>(total) : 0;
       s.target = (targets.At(k, hi) - targets.At(k, st.begin)) / static_cast<double>(hi - st.begin);
-      cumulative[k] += s.samples;
+      cumulative[k] += units[i][k];
       const int64_t per_epoch = sources[k].samples_per_epoch;
-      s.epochs =
-          per_epoch ? static_cast<double>(cumulative[k]) / static_cast<double>(per_epoch) : 0;
+      s.epochs = per_epoch ? cumulative[k] / static_cast<double>(per_epoch) : 0;
       s.window = w.largest[k];
       s.share_series = w.share[k];
       s.target_series = w.target[k];
@@ -544,7 +562,14 @@ Result<Accounting> Account(const Ledger& ledger, int64_t until, int64_t window) 
     a.sources[k].prefix = sources[k].name;
     a.sources[k].weight = sources[k].weight;
   }
-  std::map<int64_t, std::vector<int64_t>> per_iteration;  // iteration -> samples per source
+  // The last schedule's lengths hold for every position (an amendment keeps the past).
+  GRIDFEED_ASSIGN_OR_RETURN(
+      const config::JobOptions last,
+      LedgerOptions(ledger, ledger.schedules.empty() ? size_t{0} : ledger.schedules.size() - 1));
+  GRIDFEED_ASSIGN_OR_RETURN(const order::SeqLengths lengths, order::SeqLengthsOf(last));
+  std::map<int64_t, std::vector<int64_t>> per_iteration;  // iteration -> tokens per source
+  std::vector<int64_t> samples(n, 0);
+  std::vector<double> units(n, 0.0);
   for (const auto& e : ledger.entries) {
     if (until >= 0 && e.record.iteration >= until) continue;
     if (e.record.dataset < 0 || static_cast<size_t>(e.record.dataset) >= n) {
@@ -552,33 +577,36 @@ Result<Accounting> Account(const Ledger& ledger, int64_t until, int64_t window) 
                       std::to_string(e.record.dataset) + " is not a source of this order (it has " +
                       std::to_string(n) + ")");
     }
+    const auto k = static_cast<size_t>(e.record.dataset);
+    const int64_t len = lengths.At(e.record.position);
     auto& v = per_iteration[e.record.iteration];
     v.resize(n, 0);
-    ++v[static_cast<size_t>(e.record.dataset)];
+    v[k] += len;
+    ++samples[k];
+    units[k] += EpochUnits(sources[k], last.data.seq_length, len);
   }
   std::vector<int64_t> cumulative(n, 0);
   a.series.assign(n, {});
-  for (const auto& [it, counts] : per_iteration) {
+  for (const auto& [it, tokens] : per_iteration) {
     a.iterations.push_back(it);
     for (size_t k = 0; k < n; ++k) {
-      cumulative[k] += counts[k];
-      a.series[k].push_back(cumulative[k] * replay->seq_length());
+      cumulative[k] += tokens[k];
+      a.series[k].push_back(cumulative[k]);
     }
   }
   int64_t total = 0;
-  for (int64_t c : cumulative) total += c;
+  for (int64_t c : samples) total += c;
   for (size_t k = 0; k < n; ++k) {
     auto& s = a.sources[k];
-    s.samples = cumulative[k];
-    s.tokens = cumulative[k] * replay->seq_length();
+    s.samples = samples[k];
+    s.tokens = cumulative[k];
     s.share = total ? static_cast<double>(s.samples) / static_cast<double>(total) : 0;
     const int64_t per_epoch = sources[k].samples_per_epoch;
-    s.epochs = per_epoch ? static_cast<double>(s.samples) / static_cast<double>(per_epoch) : 0;
+    s.epochs = per_epoch ? units[k] / static_cast<double>(per_epoch) : 0;
   }
   a.window = window;
   if (!o.data.mixture_schedule.empty()) {
-    GRIDFEED_ASSIGN_OR_RETURN(a.stages,
-                              AccountStages(ledger, until, window, sources, replay->seq_length()));
+    GRIDFEED_ASSIGN_OR_RETURN(a.stages, AccountStages(ledger, until, window, sources));
   }
   return a;
 }

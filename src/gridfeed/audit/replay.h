@@ -99,8 +99,10 @@ struct SourceAccount {
   double weight = 0;    // target share (the blend's weight)
   int64_t samples = 0;  // consumed
   int64_t tokens = 0;
-  double share = 0;   // samples / all samples
-  double epochs = 0;  // samples / samples per epoch of the source's split
+  double share = 0;  // samples / all samples
+  // samples / samples per epoch of the source's split (a sample of another seq length counts
+  // as its length over the epoch's)
+  double epochs = 0;
 };
 
 // A source's share against its target over windows of consecutive iterations of a stage.

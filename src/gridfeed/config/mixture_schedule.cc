@@ -86,6 +86,12 @@ Status ParseSources(const Json& v, MixtureSchedule* s) {
       return KeyError(key, "must be a token store prefix or {path: ..., tokens: ...}");
     }
     if (src.path.empty()) return KeyError(key + ".path", "is missing");
+    for (const auto& other : s->sources) {
+      if (other.path == src.path) {
+        return KeyError(key + ".path", "is source '" + other.name +
+                                           "''s token store too: their samples would repeat");
+      }
+    }
     s->sources.push_back(src);
     return Status::Ok();
   };
@@ -150,13 +156,14 @@ Status ParseStage(const Json& v, size_t i, MixtureSchedule* s) {
       st.ramp_unit = k == "ramp_tokens" ? BudgetUnit::kTokens : BudgetUnit::kSamples;
       GRIDFEED_ASSIGN_OR_RETURN(st.ramp, Count(x, key, true));
     } else if (k == "seq_length" || k == "seq-length") {
-      return KeyError(key,
-                      "(a per-stage sequence length) is not supported yet: every stage "
-                      "reads --seq-length tokens per sample");
+      GRIDFEED_ASSIGN_OR_RETURN(st.seq_length, Count(x, key, false));
+      if (st.seq_length > kMaxStageSeqLength) {
+        return KeyError(key, "must be at most " + std::to_string(kMaxStageSeqLength));
+      }
     } else {
       return KeyError(key,
                       "is not a stage key (name, tokens|samples|iterations, "
-                      "mixture|temperature|alpha, ramp_tokens|ramp_samples)");
+                      "mixture|temperature|alpha, ramp_tokens|ramp_samples, seq_length)");
     }
   }
   if (budgets != 1) return KeyError(at, "needs exactly one of tokens, samples or iterations");
@@ -290,6 +297,7 @@ std::string MixtureScheduleJson(const MixtureSchedule& s) {
     if (st.ramp > 0) {
       j[st.ramp_unit == BudgetUnit::kTokens ? "ramp_tokens" : "ramp_samples"] = st.ramp;
     }
+    if (st.seq_length > 0) j["seq_length"] = st.seq_length;
     stages.push_back(j);
   }
   root["schedule"] = stages;

@@ -15,7 +15,9 @@
 // temperature (weights ~ size^(1/T)) or alpha (weights ~ size^alpha); ramp_tokens or
 // ramp_samples (not on the first stage, at most the stage's budget) ramp linearly from the
 // previous stage's weights. A source's `tokens` is a declared size, used only by `gridfeed plan`
-// when its token store is not at hand. A per-stage seq-length is refused (not supported yet).
+// when its token store is not at hand. A stage's `seq_length` (e.g. a final long-context stage)
+// replaces --seq-length for its samples: each source is then read from its own tables at that
+// length (order/mixture_pipeline.h), and micro-batches of the stage report it.
 // Pure functions; thread safe.
 #pragma once
 
@@ -49,7 +51,11 @@ struct MixtureStage {
   bool from_temperature = false;  // written as temperature (1/exponent) rather than alpha
   BudgetUnit ramp_unit = BudgetUnit::kSamples;  // kTokens or kSamples
   int64_t ramp = 0;                             // 0 = the weights switch at once
+  int64_t seq_length = 0;                       // tokens per sample; 0 = --seq-length
 };
+
+// The longest sequence a stage may ask for (stage samples x length stays within int64).
+inline constexpr int64_t kMaxStageSeqLength = int64_t{1} << 24;
 
 struct MixtureSchedule {
   std::vector<MixtureSource> sources;

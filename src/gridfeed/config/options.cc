@@ -279,7 +279,17 @@ Status ValidateMixture(const JobOptions& o) {
     return InvalidArgument("--dataloader-type " + d.dataloader_type +
                            ": a mixture schedule is read once, in order (single)");
   }
-  return ParseMixtureSchedule(d.mixture_schedule).status();
+  GRIDFEED_ASSIGN_OR_RETURN(const MixtureSchedule s, ParseMixtureSchedule(d.mixture_schedule));
+  const int64_t cp = o.grid.context_parallel_size;
+  for (size_t i = 0; i < s.stages.size(); ++i) {
+    const int64_t len = s.stages[i].seq_length;
+    if (cp > 1 && len > 0 && len % (2 * cp) != 0) {
+      return InvalidArgument("mixture schedule: schedule[" + std::to_string(i) + "].seq_length " +
+                             std::to_string(len) + " must be divisible by 2 x " +
+                             "--context-parallel-size = " + std::to_string(2 * cp));
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace

@@ -66,7 +66,8 @@ struct Feeder::Impl {
   std::unique_ptr<order::OrderView> view;  // readers only
   std::unique_ptr<order::ReadSchedule> schedule;
   std::unique_ptr<device::TpBroadcast> device_bcast;
-  PayloadLayout layout;
+  PayloadLayout layout;           // at the run's longest seq length (buffers are this size)
+  order::SeqLengths seq_lengths;  // tokens per sample along the split (every rank)
   std::string canonical, fingerprint;
   std::string store_facts;       // rank 0's token store facts (order::EncodeFacts)
   std::string schedule_history;  // mixture schedules: checkpoint::Cursor's (every rank)
@@ -339,7 +340,25 @@ Status Feeder::Impl::PlanSchedule() {
   s.data_sharding = !options.data.no_data_sharding;
   GRIDFEED_ASSIGN_OR_RETURN(auto planned, order::ReadSchedule::Create(s));
   schedule = std::make_unique<order::ReadSchedule>(std::move(planned));
-  layout = PayloadLayout(options.batch.micro_batch_size, options.data.seq_length, g.cp_size(),
+  seq_lengths.begin = {0};
+  seq_lengths.length = {options.data.seq_length};
+  if (split == order::Split::kTrain) {
+    GRIDFEED_ASSIGN_OR_RETURN(seq_lengths, order::SeqLengthsOf(options));
+  }
+  // A micro-batch has one shape: a change of length must fall between this run's global batches.
+  const int64_t gbs = schedule->micro_batches_per_iteration() * s.micro_batch_size * s.dp_size;
+  for (size_t i = 1; i < seq_lengths.begin.size(); ++i) {
+    const int64_t b = seq_lengths.begin[i];
+    if (b > consumed && (b - consumed) % gbs != 0) {
+      return InvalidArgument(
+          "the mixture stage reading " + std::to_string(seq_lengths.length[i]) +
+          " tokens per sample from sample " + std::to_string(b) +
+          " does not start on one of this run's global batches (resumed at " +
+          std::to_string(consumed) + ", " + std::to_string(gbs) +
+          " samples each): resume with the global batch size the stage boundaries were sized for");
+    }
+  }
+  layout = PayloadLayout(options.batch.micro_batch_size, seq_lengths.max(), g.cp_size(),
                          g.first_stage(), g.last_stage(), options.data.create_attention_mask);
   return Status::Ok();
 }
@@ -484,12 +503,14 @@ void Feeder::Impl::Assemble(const order::StepBatch& batch, std::vector<std::byte
                             order::AssemblyScratch* scratch) const {
   const parallel::Grid& g = *grid;
   records->clear();
-  out->assign(layout.total_bytes, std::byte{0});
+  const PayloadLayout at =
+      layout.At(batch.positions.empty() ? layout.seq_length : seq_lengths.At(batch.positions[0]));
+  out->assign(at.total_bytes, std::byte{0});
   for (size_t k = 0; k < batch.positions.size(); ++k) {
     const int64_t position = batch.positions[k];
     const auto i = static_cast<int64_t>(k);
     // Only this stage's fields, only this CP rank's slice, straight into the payload.
-    order::FieldTargets targets = layout.Targets(out, i);
+    order::FieldTargets targets = at.Targets(out, i);
     targets.cp_size = g.cp_size();
     targets.cp_rank = g.cp_rank();
     order::SampleRecord r = view->ReadFields(split, position, targets,
@@ -501,9 +522,9 @@ void Feeder::Impl::Assemble(const order::StepBatch& batch, std::vector<std::byte
       records->push_back(r);
     }
     const int64_t sample_index = view->SampleIndex(split, position);
-    layout.Put(out, PayloadLayout::kSampleIndices, i, &sample_index, 1);
-    layout.Put(out, PayloadLayout::kSourceIds, i, &r.dataset, 1);
-    layout.Put(out, PayloadLayout::kSamplePositions, i, &position, 1);
+    at.Put(out, PayloadLayout::kSampleIndices, i, &sample_index, 1);
+    at.Put(out, PayloadLayout::kSourceIds, i, &r.dataset, 1);
+    at.Put(out, PayloadLayout::kSamplePositions, i, &position, 1);
   }
 }
 
@@ -583,7 +604,15 @@ Status Feeder::SaveCheckpoint(const std::string& path, int64_t iteration) const 
     } else {
       for (int64_t p = 0; p < upto; ++p) ++c.source_samples[im.view->SourceOf(im.split, p)];
     }
-    for (int64_t n : c.source_samples) c.source_tokens.push_back(n * im.options.data.seq_length);
+    if (im.seq_lengths.uniform()) {
+      for (int64_t n : c.source_samples) c.source_tokens.push_back(n * im.seq_lengths.length[0]);
+    } else {
+      c.source_tokens.assign(sources.size(), 0);
+      for (int64_t p = 0; p < upto; ++p) {
+        c.source_tokens[static_cast<size_t>(im.view->SourceOf(im.split, p))] +=
+            im.seq_lengths.At(p);
+      }
+    }
     c.dp = g.dp_size(), c.tp = g.tp_size(), c.pp = g.pp_size(), c.cp = g.cp_size();
     c.token_store_facts = im.store_facts;
     c.order_position = im.view->DescribeCursor(im.split, im.consumed);
@@ -615,6 +644,8 @@ const std::vector<int>& Feeder::readers_per_node() const {
   return impl_->image->readers_per_node();
 }
 const PayloadLayout& Feeder::payload_layout() const { return impl_->layout; }
+const order::SeqLengths& Feeder::seq_lengths() const { return impl_->seq_lengths; }
+int64_t Feeder::max_seq_length() const { return impl_->layout.seq_length; }
 
 Result<std::vector<std::byte>> Feeder::DevicePayloadToHost(const MicroBatch& mb) const {
   const Impl& im = *impl_;
@@ -622,7 +653,7 @@ Result<std::vector<std::byte>> Feeder::DevicePayloadToHost(const MicroBatch& mb)
     return FailedPrecondition("the micro-batch has no device payload");
   }
   if (mb.device_payload != im.device_bcast->device_buffer() ||
-      mb.device_payload_bytes != im.layout.total_bytes) {
+      mb.device_payload_bytes > im.layout.total_bytes) {
     return InvalidArgument("the micro-batch's device payload is not this feeder's");
   }
   std::vector<std::byte> out(mb.device_payload_bytes);
@@ -645,26 +676,28 @@ Result<MicroBatch> Feeder::Next() {
                       std::to_string(im.split_length) + " in the split)");
   }
   ++im.next_step;
+  // Every position of this step lies in the global batch that holds `consumed` (PlanSchedule).
+  const PayloadLayout layout = im.layout.At(im.seq_lengths.At(im.consumed));
   im.consumed += im.schedule->samples_per_step();
   MicroBatch mb;
   mb.micro_batch_size = im.options.batch.micro_batch_size;
-  mb.seq_length = im.options.data.seq_length;
+  mb.seq_length = layout.seq_length;
   mb.local_seq_length = mb.seq_length / g.cp_size();
-  if (!im.layout.has_inputs && !im.layout.has_targets) return mb;  // middle stage
+  if (!layout.has_inputs && !layout.has_targets) return mb;  // middle stage
   if (im.device_bcast) {
     // Device path: TP rank 0 stages the payload in the pinned buffer, every TP rank ends with
     // it in device memory; the host fields stay empty.
     if (g.tp_rank() == 0) {
       auto item = im.Take();
-      std::memcpy(im.device_bcast->host_buffer(), item.payload.data(), im.layout.total_bytes);
+      std::memcpy(im.device_bcast->host_buffer(), item.payload.data(), layout.total_bytes);
       mb.records = std::move(item.records);
     }
     GRIDFEED_RETURN_IF_ERROR(
-        im.device_bcast->Broadcast(im.layout.total_bytes).WithContext("device broadcast"));
-    mb.has_inputs = im.layout.has_inputs;
-    mb.has_targets = im.layout.has_targets;
+        im.device_bcast->Broadcast(layout.total_bytes).WithContext("device broadcast"));
+    mb.has_inputs = layout.has_inputs;
+    mb.has_targets = layout.has_targets;
     mb.device_payload = im.device_bcast->device_buffer();
-    mb.device_payload_bytes = im.layout.total_bytes;
+    mb.device_payload_bytes = layout.total_bytes;
     return mb;
   }
   std::vector<std::byte> payload;
@@ -673,12 +706,12 @@ Result<MicroBatch> Feeder::Next() {
     payload = std::move(item.payload);
     mb.records = std::move(item.records);
   } else {
-    payload.assign(im.layout.total_bytes, std::byte{0});
+    payload.assign(layout.total_bytes, std::byte{0});
   }
   if (g.tp_size() > 1) {
     GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastBytes(g.tp_comm(), 0, payload));
   }
-  im.layout.Unpack(payload, &mb);
+  layout.Unpack(payload, &mb);
   return mb;
 }
 

@@ -31,6 +31,7 @@
 #include "gridfeed/config/options.h"
 #include "gridfeed/core/status.h"
 #include "gridfeed/feed/payload.h"
+#include "gridfeed/order/pipeline.h"
 #include "gridfeed/order/read_schedule.h"
 #include "gridfeed/order/sample_record.h"
 #include "gridfeed/parallel/grid.h"
@@ -46,6 +47,8 @@ struct MicroBatch {
   bool has_inputs = false;   // tokens, position_ids (+ attention_mask): first stage
   bool has_targets = false;  // labels, loss_mask: last stage
   int64_t micro_batch_size = 0;
+  // This micro-batch's: --seq-length, or its mixture stage's own (set on every rank, middle
+  // pipeline stages included, so activations can be sized).
   int64_t seq_length = 0;
   int64_t local_seq_length = 0;  // seq_length / cp
   // The order's sample index of each sample: Megatron's top-level dataset index (= its
@@ -113,8 +116,12 @@ class Feeder {
   int num_nodes() const;
   // Readers served by each node's window, world rank 0's node first; on world rank 0 only.
   const std::vector<int>& readers_per_node() const;
-  // The byte layout of this rank's payload (the device payload's too).
+  // The byte layout of this rank's payload (the device payload's too) at the run's longest seq
+  // length; a micro-batch's own is payload_layout().At(mb.seq_length) (Unpack applies it).
   const PayloadLayout& payload_layout() const;
+  // Tokens per sample along the split read (a mixture's stages may differ), and the longest.
+  const order::SeqLengths& seq_lengths() const;
+  int64_t max_seq_length() const;
   // Device path: a host copy of mb.device_payload (device-to-host; for checks and tests). Local.
   Result<std::vector<std::byte>> DevicePayloadToHost(const MicroBatch& mb) const;
   bool holds_tables() const;

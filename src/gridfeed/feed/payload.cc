@@ -16,13 +16,15 @@ void CopyOut(const std::vector<std::byte>& payload, size_t offset, size_t bytes,
 
 }  // namespace
 
-PayloadLayout::PayloadLayout(int64_t mbs_in, int64_t seq_length, int64_t cp, bool first_stage,
+PayloadLayout::PayloadLayout(int64_t mbs_in, int64_t seq_length_in, int64_t cp_in, bool first_stage,
                              bool last_stage, bool attention_mask)
     : has_inputs(first_stage),
       has_targets(last_stage),
       has_mask(first_stage && attention_mask),
-      mbs(mbs_in) {
-  const size_t local = static_cast<size_t>(seq_length / cp);
+      mbs(mbs_in),
+      seq_length(seq_length_in),
+      cp(cp_in) {
+  const size_t local = static_cast<size_t>(seq_length / cp_in);
   per_sample[kSampleIndices] = (has_inputs || has_targets) ? 8 : 0;
   per_sample[kSourceIds] = per_sample[kSampleIndices];
   per_sample[kSamplePositions] = per_sample[kSampleIndices];
@@ -35,6 +37,10 @@ PayloadLayout::PayloadLayout(int64_t mbs_in, int64_t seq_length, int64_t cp, boo
     offset[f] = total_bytes;
     total_bytes += per_sample[f] * static_cast<size_t>(mbs);
   }
+}
+
+PayloadLayout PayloadLayout::At(int64_t length) const {
+  return PayloadLayout(mbs, length, cp, has_inputs, has_targets, has_mask);
 }
 
 order::FieldTargets PayloadLayout::Targets(std::vector<std::byte>* payload, int64_t k) const {
@@ -54,6 +60,7 @@ order::FieldTargets PayloadLayout::Targets(std::vector<std::byte>* payload, int6
 }
 
 void PayloadLayout::Unpack(const std::vector<std::byte>& p, MicroBatch* mb) const {
+  if (mb->seq_length > 0 && mb->seq_length != seq_length) return At(mb->seq_length).Unpack(p, mb);
   mb->has_inputs = has_inputs;
   mb->has_targets = has_targets;
   const size_t n = static_cast<size_t>(mbs);

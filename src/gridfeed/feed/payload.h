@@ -2,7 +2,9 @@
 // computes the same layout from the same options, so no schema travels with the data.
 // Order: sample_indices, source_ids, sample_positions, tokens, position_ids, labels (int64),
 // loss_mask (float32), attention_mask (uint8); a stage carries only its fields (first: inputs,
-// last: targets; sample_indices, source_ids and sample_positions go to both).
+// last: targets; sample_indices, source_ids and sample_positions go to both). A run whose
+// mixture stages have their own seq_length sizes buffers for its longest (Feeder's
+// payload_layout) and lays out each micro-batch at its own length (At).
 #pragma once
 
 #include <cstddef>
@@ -33,6 +35,8 @@ class PayloadLayout {
   PayloadLayout() = default;
   PayloadLayout(int64_t mbs, int64_t seq_length, int64_t cp, bool first_stage, bool last_stage,
                 bool attention_mask);
+  // The same stage's layout for samples of `seq_length` tokens.
+  PayloadLayout At(int64_t seq_length) const;
 
   // Copies `count` elements for sample k of `field` into the payload.
   template <typename T>
@@ -45,6 +49,7 @@ class PayloadLayout {
   // order::AssembleFields writes them; the CP size and rank are the caller's to set.
   // REQUIRES payload->size() == total_bytes.
   order::FieldTargets Targets(std::vector<std::byte>* payload, int64_t k) const;
+  // Fills mb's fields; laid out at mb->seq_length when set (At), else at this layout's.
   void Unpack(const std::vector<std::byte>& payload, MicroBatch* mb) const;
 
   bool has_inputs = false, has_targets = false, has_mask = false;
@@ -52,6 +57,7 @@ class PayloadLayout {
   size_t offset[kCount] = {};
   size_t per_sample[kCount] = {};  // bytes per sample, 0 when absent
   int64_t mbs = 0;
+  int64_t seq_length = 0, cp = 1;
 };
 
 }  // namespace gridfeed::feed

@@ -29,7 +29,7 @@ Status BuildMidTables(std::array<std::optional<SplitDataset>, 3>& splits, const 
     for (size_t j; (j = next.fetch_add(1)) < jobs.size();) {
       MidDataset& m = splits[jobs[j].split]->mids[jobs[j].mid];
       GptTablesConfig g;
-      g.seq_length = c.seq_length;
+      g.seq_length = m.seq_length > 0 ? m.seq_length : c.seq_length;
       g.seed = c.seed;
       g.add_extra_token = c.add_extra_token;
       g.drop_last = !(m.split == Split::kValid && !c.drop_last_partial_validation_sequence);

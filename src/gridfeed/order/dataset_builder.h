@@ -43,6 +43,7 @@ struct MidDataset {
   Split split = Split::kTrain;
   int64_t begin = 0, end = 0;  // sequence ids of the split
   std::optional<int64_t> num_samples_requested;
+  int64_t seq_length = 0;  // tokens per sample; 0 = the config's (a mixture stage's own length)
   GptTables tables;
   GptTablesTimes times;
   std::shared_ptr<const io::IndexedDataset> dataset;

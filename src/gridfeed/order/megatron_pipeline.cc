@@ -69,7 +69,7 @@ class MegatronView final : public OrderView {
     const SplitView& s = *view_.splits[i];
     const auto [k, j] = s.Locate(position);
     const auto& source = s.sources[k];
-    AssembleSample(*bound_[i][k], source.tables, j, sample_options_, out);
+    AssembleSample(*bound_[i][k], source.tables, j, options_[i][k], out);
     return MakeSampleRecord(
         position, k, j, source.tables,
         hash_tokens ? std::span<const int64_t>(out->tokens) : std::span<const int64_t>());
@@ -82,10 +82,11 @@ class MegatronView final : public OrderView {
     const auto [k, j] = s.Locate(position);
     const auto& source = s.sources[k];
     const io::IndexedDataset& ds = *bound_[i][k];
-    AssembleFields(ds, source.tables, j, sample_options_, out, scratch);
+    const SampleOptions& o = options_[i][k];
+    AssembleFields(ds, source.tables, j, o, out, scratch);
     std::span<const int64_t> tokens;
     if (hash_tokens) {
-      const int64_t S = sample_options_.seq_length;
+      const int64_t S = o.seq_length;
       if (out.tokens && out.cp_size == 1) {
         tokens = {out.tokens, static_cast<size_t>(S)};
       } else {
@@ -93,7 +94,7 @@ class MegatronView final : public OrderView {
         scratch->full_tokens.resize(static_cast<size_t>(S));
         FieldTargets whole;
         whole.tokens = scratch->full_tokens.data();
-        AssembleFields(ds, source.tables, j, sample_options_, whole, scratch);
+        AssembleFields(ds, source.tables, j, o, whole, scratch);
         tokens = scratch->full_tokens;
       }
     }
@@ -115,20 +116,24 @@ class MegatronView final : public OrderView {
     if (!s) return out;
     for (size_t k = 0; k < s->sources.size(); ++k) {
       out.push_back({s->sources[k].prefix, s->blended ? s->weights[k] : 1.0,
-                     s->sources[k].samples_per_epoch});
+                     s->sources[k].samples_per_epoch, s->sources[k].seq_length});
     }
     return out;
   }
 
  private:
-  // Per split and source, the open store (no map lookup per sample).
+  // Per split and source, the open store (no map lookup per sample) and how its samples are
+  // assembled (a source built at its own length: a mixture stage's seq_length).
   void Bind() {
     for (int i = 0; i < 3; ++i) {
       bound_[i].clear();
+      options_[i].clear();
       if (!view_.splits[i]) continue;
       for (const auto& source : view_.splits[i]->sources) {
         auto it = stores_.find(source.prefix);
         bound_[i].push_back(it == stores_.end() ? nullptr : it->second.get());
+        options_[i].push_back(sample_options_);
+        if (source.seq_length > 0) options_[i].back().seq_length = source.seq_length;
       }
     }
   }
@@ -137,6 +142,7 @@ class MegatronView final : public OrderView {
   SampleOptions sample_options_;
   Stores stores_;
   std::array<std::vector<const io::IndexedDataset*>, 3> bound_;
+  std::array<std::vector<SampleOptions>, 3> options_;
 };
 
 class MegatronBuilt final : public BuiltOrder {

@@ -56,6 +56,7 @@ class Builder {
     out_.tables.dataset_index.resize(static_cast<size_t>(length));
     out_.tables.dataset_sample_index.resize(static_cast<size_t>(length));
     out_.counts.assign(n_, 0);
+    used_.assign(n_, 0);
     active_.assign(n_, 1);
     for (size_t k = 0; k < n_; ++k) {
       if (caps_[k] == 0) {
@@ -129,7 +130,9 @@ class Builder {
     if (best == n_) return AllCapped(static_cast<size_t>(seg.stage), p);
     out_.tables.dataset_index[p] = static_cast<int32_t>(best);
     out_.tables.dataset_sample_index[p] = out_.counts[best];
-    if (++out_.counts[best] == caps_[best]) {
+    ++out_.counts[best];
+    used_[best] += stages_[static_cast<size_t>(seg.stage)].cap_cost;
+    if (caps_[best] >= 0 && used_[best] >= caps_[best]) {
       active_[best] = 0;
       out_.caps.push_back({static_cast<int>(best), seg.stage, p + 1, out_.counts[best]});
       if (p + 1 < stage_end) return Recap(p + 1);
@@ -173,6 +176,7 @@ class Builder {
   size_t n_;
   ScheduledBlend out_;
   std::vector<char> active_;
+  std::vector<int64_t> used_;  // cap units given per source
   std::vector<size_t> candidates_;
 };
 
@@ -194,7 +198,7 @@ Result<ScheduledBlend> BuildScheduledBlend(const std::vector<BlendStage>& stages
                              "': weights must be finite, >= 0 and not all 0");
     }
     if (st.weights.size() != n || st.samples <= 0 || st.ramp_samples < 0 ||
-        st.ramp_samples > st.samples) {
+        st.ramp_samples > st.samples || st.cap_cost < 1) {
       return InvalidArgument("mixture stage '" + st.name +
                              "': needs a weight per source, samples > 0 and a ramp within it");
     }

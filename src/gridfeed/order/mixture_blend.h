@@ -24,6 +24,7 @@ struct BlendStage {
   int64_t samples = 0;          // positions of this stage (> 0)
   std::vector<double> weights;  // per source, normalised (sum 1; Megatron's Normalize)
   int64_t ramp_samples = 0;     // linear ramp from the previous weights; <= samples
+  int64_t cap_cost = 1;         // what one of its samples counts against a cap (e.g. tokens)
 };
 
 // A piece of the cumulative target on which every weight is linear in the position.
@@ -54,7 +55,8 @@ struct ScheduledBlend {
   std::vector<CapEvent> caps;          // in position order
 };
 
-// caps[k]: the most samples source k may give (-1: no cap). FailedPrecondition names the stage
+// caps[k]: what source k may give (-1: no cap), in the units of the stages' cap_cost (1: samples);
+// it is capped once its samples' costs reach caps[k]. FailedPrecondition names the stage
 // when every source it weights is capped before the stage ends.
 Result<ScheduledBlend> BuildScheduledBlend(const std::vector<BlendStage>& stages,
                                            const std::vector<int64_t>& caps);

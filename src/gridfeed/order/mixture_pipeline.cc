@@ -16,14 +16,38 @@ namespace gridfeed::order {
 namespace {
 
 constexpr int64_t kMaxLength = int64_t{1} << 40;
+constexpr int64_t kMaxTokens = int64_t{1} << 62;  // a schedule's samples x their lengths
 
 std::string StageKey(size_t i) { return "schedule[" + std::to_string(i) + "]"; }
 
-// Adds the stage names and per-source names to Megatron's view of the tables.
+// Adds the stage names and per-source names to Megatron's view of the tables, whose blend
+// sources are (stage length, source) pairs: records and source ids name the schedule's source.
 class MixtureView final : public OrderView {
  public:
   MixtureView(OrderView* inner, std::unique_ptr<OrderView> owned, MixtureLayout layout)
-      : inner_(inner), owned_(std::move(owned)), layout_(std::move(layout)) {}
+      : inner_(inner), owned_(std::move(owned)), layout_(std::move(layout)) {
+    mids_ = inner_->Sources(Split::kTrain);
+    for (const auto& m : mids_) {
+      int k = 0;  // every mid is a source's path (the image was checked against the layout)
+      for (size_t j = 0; j < layout_.schedule.sources.size(); ++j) {
+        if (layout_.schedule.sources[j].path == m.name) k = static_cast<int>(j);
+      }
+      source_of_mid_.push_back(k);
+    }
+  }
+  // Whether every table is one of the schedule's sources at one of its stage lengths.
+  bool MatchesLayout() const {
+    for (size_t m = 0; m < mids_.size(); ++m) {
+      const auto& path = layout_.schedule.sources[static_cast<size_t>(source_of_mid_[m])].path;
+      const int64_t len = mids_[m].seq_length ? mids_[m].seq_length : layout_.seq_length;
+      if (path != mids_[m].name ||
+          std::find(layout_.stage_seq_length.begin(), layout_.stage_seq_length.end(), len) ==
+              layout_.stage_seq_length.end()) {
+        return false;
+      }
+    }
+    return true;
+  }
 
   int64_t length(Split s) const override { return inner_->length(s); }
   const std::vector<std::string>& token_stores() const override { return inner_->token_stores(); }
@@ -35,11 +59,11 @@ class MixtureView final : public OrderView {
     return inner_->TokenStoreFacts(salt);
   }
   SampleRecord Read(Split s, int64_t position, Sample* out, bool hash_tokens) const override {
-    return inner_->Read(s, position, out, hash_tokens);
+    return Named(inner_->Read(s, position, out, hash_tokens));
   }
   SampleRecord ReadFields(Split s, int64_t position, const FieldTargets& out, bool hash_tokens,
                           AssemblyScratch* scratch) const override {
-    return inner_->ReadFields(s, position, out, hash_tokens, scratch);
+    return Named(inner_->ReadFields(s, position, out, hash_tokens, scratch));
   }
   std::string DescribeCursor(Split s, int64_t consumed) const override {
     if (s != Split::kTrain) return {};
@@ -54,19 +78,39 @@ class MixtureView final : public OrderView {
         .dump();
   }
   bool is_blend(Split s) const override { return inner_->is_blend(s); }
-  int SourceOf(Split s, int64_t position) const override { return inner_->SourceOf(s, position); }
+  int SourceOf(Split s, int64_t position) const override {
+    const int m = inner_->SourceOf(s, position);
+    return s == Split::kTrain ? source_of_mid_[static_cast<size_t>(m)] : m;
+  }
+  // One per schedule source: its weight over every length, its epoch and length from the
+  // first table of it (the run's --seq-length when a stage reads it there).
   std::vector<SourceInfo> Sources(Split s) const override {
-    auto out = inner_->Sources(s);
-    for (size_t k = 0; k < out.size() && k < layout_.schedule.sources.size(); ++k) {
-      out[k].name = layout_.schedule.sources[k].name;
+    if (s != Split::kTrain) return inner_->Sources(s);
+    std::vector<SourceInfo> out(layout_.schedule.sources.size());
+    std::vector<char> seen(out.size(), 0);
+    for (size_t m = 0; m < mids_.size(); ++m) {
+      const auto k = static_cast<size_t>(source_of_mid_[m]);
+      const bool better = !seen[k] || (out[k].seq_length != 0 && mids_[m].seq_length == 0);
+      const double w = out[k].weight;
+      if (better) out[k] = mids_[m];
+      out[k].weight = seen[k] ? w + mids_[m].weight : mids_[m].weight;
+      seen[k] = 1;
     }
+    for (size_t k = 0; k < out.size(); ++k) out[k].name = layout_.schedule.sources[k].name;
     return out;
   }
 
  private:
+  SampleRecord Named(SampleRecord r) const {
+    r.dataset = source_of_mid_[static_cast<size_t>(r.dataset)];
+    return r;
+  }
+
   OrderView* inner_;
   std::unique_ptr<OrderView> owned_;
   MixtureLayout layout_;
+  std::vector<SourceInfo> mids_;    // the tables' sources: (source, stage length) pairs
+  std::vector<int> source_of_mid_;  // the schedule's source of each
 };
 
 class MixtureBuilt final : public BuiltOrder {
@@ -108,7 +152,8 @@ Result<SplitMatrix> MixtureSplit(const DatasetConfig& c) {
   return matrix;
 }
 
-// A source's train tokens (what temperature weights use) and its cap in samples (-1: none).
+// A source's train tokens (what temperature weights use) and its cap in tokens (-1: none):
+// max_epochs x its samples per epoch at --seq-length, in samples of --seq-length tokens.
 std::pair<double, int64_t> SourceSize(const io::IndexedDataset& ds, int64_t begin, int64_t end,
                                       const DatasetConfig& c, double max_epochs) {
   const int64_t x = c.add_extra_token ? 1 : 0;
@@ -116,10 +161,63 @@ std::pair<double, int64_t> SourceSize(const io::IndexedDataset& ds, int64_t begi
   int64_t t = 0;
   for (int64_t i = begin; i < end; ++i) t += lengths[static_cast<size_t>(i)];
   const int64_t per_epoch = std::max<int64_t>(0, (t - x) / c.seq_length);
-  const int64_t cap =
-      max_epochs > 0 ? static_cast<int64_t>(std::floor(max_epochs * static_cast<double>(per_epoch)))
-                     : -1;
-  return {static_cast<double>(t), cap};
+  const double samples = std::floor(max_epochs * static_cast<double>(per_epoch));
+  // A cap past every token a schedule can hold never binds.
+  const bool binds = max_epochs > 0 && samples < static_cast<double>(kMaxTokens / c.seq_length);
+  return {static_cast<double>(t), binds ? static_cast<int64_t>(samples) * c.seq_length : -1};
+}
+
+// The stages by length (in order of first use): per length and source, the samples the blend
+// draws there and their target (the integral of the weights over those stages).
+struct LengthGroups {
+  std::vector<int64_t> length;
+  std::vector<size_t> of_stage;
+  std::vector<std::vector<int64_t>> draws;
+  std::vector<std::vector<double>> target;
+};
+
+LengthGroups GroupByLength(const MixtureLayout& layout, const ScheduledBlend& blend) {
+  LengthGroups out;
+  for (int64_t len : layout.stage_seq_length) {
+    const auto it = std::find(out.length.begin(), out.length.end(), len);
+    out.of_stage.push_back(static_cast<size_t>(it - out.length.begin()));
+    if (it == out.length.end()) out.length.push_back(len);
+  }
+  const size_t n = blend.counts.size();
+  if (out.length.size() == 1) {  // Megatron's arithmetic exactly, as without stage lengths
+    out.draws = {blend.counts};
+    out.target = {blend.final_targets};
+    return out;
+  }
+  out.draws.assign(out.length.size(), std::vector<int64_t>(n, 0));
+  out.target.assign(out.length.size(), std::vector<double>(n, 0.0));
+  for (size_t i = 0; i + 1 < layout.stage_begin.size(); ++i) {
+    const size_t g = out.of_stage[i];
+    const int64_t a = layout.stage_begin[i], b = layout.stage_begin[i + 1];
+    for (int64_t p = a; p < b; ++p)
+      ++out.draws[g][static_cast<size_t>(blend.tables.dataset_index[p])];
+    for (size_t k = 0; k < n; ++k) {
+      out.target[g][k] +=
+          CumulativeTarget(blend.segments, k, b) - CumulativeTarget(blend.segments, k, a);
+    }
+  }
+  return out;
+}
+
+// The blend's (source, its n-th sample) -> (table of the source at the position's length, its
+// n-th sample): each length is its own stream of the source.
+void RenumberByLength(const MixtureLayout& layout, const LengthGroups& groups,
+                      const std::vector<std::vector<int32_t>>& mid_of, BlendTables* t) {
+  std::vector<int64_t> next;
+  for (const auto& row : mid_of) next.resize(next.size() + row.size(), 0);
+  for (size_t i = 0; i + 1 < layout.stage_begin.size(); ++i) {
+    const auto& row = mid_of[groups.of_stage[i]];
+    for (int64_t p = layout.stage_begin[i]; p < layout.stage_begin[i + 1]; ++p) {
+      const int32_t m = row[static_cast<size_t>(t->dataset_index[p])];
+      t->dataset_index[p] = m;
+      t->dataset_sample_index[p] = next[static_cast<size_t>(m)]++;
+    }
+  }
 }
 
 Result<DatasetConfig> MixtureDatasetConfigOf(const config::JobOptions& o) {
@@ -164,13 +262,28 @@ class MixturePipeline final : public Pipeline {
     for (const auto& e : blend.caps) {
       log::Info(CapLine(layout, e, layout.schedule.max_epochs[static_cast<size_t>(e.source)]));
     }
-    // Each source's tables hold what the blend draws from it plus Megatron's surplus.
-    for (size_t k = 0; k < sources.size(); ++k) {
-      const double t = std::ceil(blend.final_targets[k]);
-      const auto asked = static_cast<int64_t>(std::ceil(t * (1.0 + c.mid_level_dataset_surplus)));
-      sd.mids[k].num_samples_requested = std::max(asked, blend.counts[k]);
-      sd.weights.push_back(blend.final_targets[k] / static_cast<double>(layout.length));
+    const LengthGroups groups = GroupByLength(layout, blend);
+    std::vector<MidDataset> opened = std::move(sd.mids);
+    sd.mids.clear();
+    // Each (length, source) table holds what the blend draws from it plus Megatron's surplus.
+    std::vector<std::vector<int32_t>> mid_of(groups.length.size());
+    std::vector<int64_t> mid_draws;
+    for (size_t g = 0; g < groups.length.size(); ++g) {
+      for (size_t k = 0; k < sources.size(); ++k) {
+        mid_of[g].push_back(-1);
+        if (groups.length.size() > 1 && groups.draws[g][k] == 0) continue;
+        MidDataset m = opened[k];
+        if (groups.length[g] != layout.seq_length) m.seq_length = groups.length[g];
+        const double t = std::ceil(groups.target[g][k]);
+        const auto asked = static_cast<int64_t>(std::ceil(t * (1.0 + c.mid_level_dataset_surplus)));
+        m.num_samples_requested = std::max(asked, groups.draws[g][k]);
+        mid_of[g][k] = static_cast<int32_t>(sd.mids.size());
+        mid_draws.push_back(groups.draws[g][k]);
+        sd.mids.push_back(std::move(m));
+        sd.weights.push_back(groups.target[g][k] / static_cast<double>(layout.length));
+      }
     }
+    if (groups.length.size() > 1) RenumberByLength(layout, groups, mid_of, &blend.tables);
     sd.size = layout.length;
     sd.length = layout.length;
     sd.blend = std::move(blend.tables);
@@ -179,13 +292,13 @@ class MixturePipeline final : public Pipeline {
     built.split_matrix = matrix;
     built.pad_id_used = PadIdUsed(c.pad_id, c.eod_id);
     GRIDFEED_RETURN_IF_ERROR(BuildMidTables(built.splits, c));
-    for (size_t k = 0; k < sources.size(); ++k) {
-      const auto& m = built.splits[0]->mids[k];
-      if (m.tables.num_samples() < blend.counts[k]) {
-        return FailedPrecondition("mixture source '" + sources[k].name + "' has " +
-                                  std::to_string(m.tables.num_samples()) +
-                                  " samples, the schedule draws " +
-                                  std::to_string(blend.counts[k]));
+    for (size_t i = 0; i < mid_draws.size(); ++i) {
+      const auto& m = built.splits[0]->mids[i];
+      if (m.tables.num_samples() < mid_draws[i]) {
+        return FailedPrecondition("mixture source '" + m.prefix + "' at seq length " +
+                                  std::to_string(m.seq_length ? m.seq_length : c.seq_length) +
+                                  " has " + std::to_string(m.tables.num_samples()) +
+                                  " samples, the schedule draws " + std::to_string(mid_draws[i]));
       }
     }
     char line[256];
@@ -206,6 +319,9 @@ class MixturePipeline final : public Pipeline {
                         {"ramp_samples", layout.ramp_samples},
                         {"counts", blend.counts},
                         {"caps", caps_json}};
+    if (groups.length.size() > 1 || groups.length[0] != layout.seq_length) {
+      facts["mixture"]["stage_seq_length"] = layout.stage_seq_length;
+    }
     return std::unique_ptr<BuiltOrder>(
         std::make_unique<MixtureBuilt>(std::move(inner), std::move(layout), facts.dump()));
   }
@@ -218,8 +334,11 @@ class MixturePipeline final : public Pipeline {
       return DataLoss("the mixture table image does not match the schedule");
     }
     OrderView* raw = inner.get();
-    return std::unique_ptr<OrderView>(
-        std::make_unique<MixtureView>(raw, std::move(inner), std::move(layout)));
+    auto view = std::make_unique<MixtureView>(raw, std::move(inner), std::move(layout));
+    if (!view->MatchesLayout()) {
+      return DataLoss("the mixture table image holds a table that is not a source of the schedule");
+    }
+    return std::unique_ptr<OrderView>(std::move(view));
   }
 
  private:
@@ -242,17 +361,20 @@ Result<MixtureLayout> LayoutMixture(const config::JobOptions& o) {
       o.batch.global_batch_size
           ? o.batch.global_batch_size
           : o.batch.micro_batch_size * std::max<int64_t>(1, o.grid.data_parallel_size);
+  int64_t L = l.seq_length;  // the stage's
   auto to_samples = [&](config::BudgetUnit unit, int64_t n,
                         const std::string& key) -> Result<int64_t> {
-    if (unit == config::BudgetUnit::kTokens) return (n + l.seq_length - 1) / l.seq_length;
+    if (unit == config::BudgetUnit::kTokens) return n / L + (n % L != 0);
     if (unit == config::BudgetUnit::kSamples) return n;
     if (n > kMaxLength / std::max<int64_t>(1, l.global_batch_size)) {
       return InvalidArgument("mixture schedule: " + key + " x --global-batch-size is too large");
     }
     return n * l.global_batch_size;
   };
+  double tokens = 0;
   for (size_t i = 0; i < l.schedule.stages.size(); ++i) {
     const auto& st = l.schedule.stages[i];
+    L = st.seq_length > 0 ? st.seq_length : l.seq_length;
     const std::string key = StageKey(i) + "." + config::BudgetUnitName(st.unit);
     GRIDFEED_ASSIGN_OR_RETURN(int64_t n, to_samples(st.unit, st.budget, key));
     GRIDFEED_ASSIGN_OR_RETURN(int64_t r, to_samples(st.ramp_unit, st.ramp, key));
@@ -261,13 +383,26 @@ Result<MixtureLayout> LayoutMixture(const config::JobOptions& o) {
                              config::BudgetUnitName(st.ramp_unit) + " is " + std::to_string(r) +
                              " samples, longer than the stage's " + std::to_string(n));
     }
+    if (i > 0 && L != l.stage_seq_length.back() &&
+        l.length % std::max<int64_t>(1, l.global_batch_size) != 0) {
+      return InvalidArgument(
+          "mixture schedule: " + StageKey(i) + " reads " + std::to_string(L) +
+          " tokens per sample, the stage before it " + std::to_string(l.stage_seq_length.back()) +
+          ": it must start on a global batch boundary (it starts at sample " +
+          std::to_string(l.length) + ", not a multiple of --global-batch-size " +
+          std::to_string(l.global_batch_size) + "); size the stages before it in iterations");
+    }
     l.stage_begin.push_back(l.length);
     l.stage_samples.push_back(n);
     l.ramp_samples.push_back(r);
+    l.stage_seq_length.push_back(L);
     l.length += n;
-    if (l.length > kMaxLength) {
-      return InvalidArgument("mixture schedule: the stages add up to more than 2^40 samples at " +
-                             key);
+    tokens += static_cast<double>(n) * static_cast<double>(L);
+    if (l.length > kMaxLength || tokens > static_cast<double>(kMaxTokens)) {
+      return InvalidArgument(
+          "mixture schedule: the stages add up to more than 2^40 samples or "
+          "2^62 tokens at " +
+          key);
     }
   }
   l.stage_begin.push_back(l.length);
@@ -283,6 +418,7 @@ std::vector<BlendStage> MixtureStages(const MixtureLayout& layout,
     b.name = st.name;
     b.samples = layout.stage_samples[i];
     b.ramp_samples = layout.ramp_samples[i];
+    b.cap_cost = layout.stage_seq_length[i];
     std::vector<double> raw = st.weights;
     if (raw.empty()) {
       for (double t : source_tokens) raw.push_back(t > 0 ? std::pow(t, st.size_exponent) : 0.0);

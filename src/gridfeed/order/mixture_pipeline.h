@@ -8,9 +8,16 @@
 // test splits are not built. One stage without ramp or caps gives Megatron's weighted blend of
 // the same sources (for a size that Megatron's sum of ceil(N * w) reaches).
 //
-// Positions: budgets in tokens are ceil(tokens / --seq-length) samples, iterations are
+// Positions: budgets in tokens are ceil(tokens / the stage's seq length) samples, iterations are
 // x --global-batch-size (micro-batch x DP when 0). Temperature weights use each source's train
 // part in tokens. The resolved stage boundaries are part of the data facts (fingerprint).
+//
+// Stage lengths: a stage with its own seq_length reads every source from that source's own
+// tables at that length (built for the samples drawn at it, plus surplus): a source at another
+// length is another stream of samples. Stages of one length share their tables, so their
+// positions continue one stream. Such a stage must start on a global batch boundary.
+// Caps count tokens: a source is capped once its samples' lengths add up to max_epochs x its
+// samples per epoch at --seq-length x --seq-length (with one length: Megatron's sample count).
 // Thread safe where pipeline.h says so.
 #pragma once
 
@@ -30,7 +37,8 @@ namespace gridfeed::order {
 struct MixtureLayout {
   config::MixtureSchedule schedule;
   std::vector<int64_t> stage_samples, ramp_samples;
-  std::vector<int64_t> stage_begin;  // first position of each stage, then the length
+  std::vector<int64_t> stage_begin;       // first position of each stage, then the length
+  std::vector<int64_t> stage_seq_length;  // tokens per sample of each stage
   int64_t length = 0;
   int64_t seq_length = 0, global_batch_size = 0;
   // The stage holding `position` (the last stage for position >= length).

@@ -84,6 +84,11 @@ Result<MixturePlan> PlanMixture(const MixtureLayout& layout,
   }
   for (double t : source_tokens) plan.natural_share.push_back(t / all);
   const double L = static_cast<double>(layout.seq_length);
+  // Stage lengths other than --seq-length: a sample of stage s counts r_s = L_s / L samples of
+  // --seq-length against a cap and L_s tokens (one length: the targets themselves).
+  bool uniform = true;
+  for (int64_t len : layout.stage_seq_length) uniform = uniform && len == layout.seq_length;
+  std::vector<double> units_before(n, 0.0), stage_base(n, 0.0), cum_tokens(n, 0.0);
   std::vector<double> caps(n, -1);
   for (size_t k = 0; k < n; ++k) {
     if (sch.max_epochs[k] > 0) caps[k] = sch.max_epochs[k] * source_tokens[k] / L;
@@ -108,18 +113,25 @@ Result<MixturePlan> PlanMixture(const MixtureLayout& layout,
                                 "': every source it weights reached its max_epochs cap before it");
     }
     segs.push_back(seg);
+    const double r = static_cast<double>(layout.stage_seq_length[s]) / L;
+    for (size_t k = 0; k < n; ++k) stage_base[k] = seg.base[k];
+    // What source k has given against its cap at x positions into segment `cur`.
+    auto units = [&](const BlendSegment& cur, size_t k, int64_t x) {
+      const double t = cur.Target(k, static_cast<double>(x));
+      return uniform ? t : units_before[k] + (t - stage_base[k]) * r;
+    };
     for (;;) {  // caps binding within this stage, earliest first
       const BlendSegment& cur = segs.back();
       int64_t first = end + 1;
       size_t who = n;
       for (size_t k = 0; k < n; ++k) {
         if (!active[k] || caps[k] < 0) continue;
-        if (cur.Target(k, static_cast<double>(end - cur.begin)) < caps[k]) continue;
-        int64_t lo = 0, hi = end - cur.begin;  // Target(lo) < cap <= Target(hi), or lo == 0
-        if (cur.Target(k, 0) >= caps[k]) hi = 0;
+        if (units(cur, k, end - cur.begin) < caps[k]) continue;
+        int64_t lo = 0, hi = end - cur.begin;  // units(lo) < cap <= units(hi), or lo == 0
+        if (units(cur, k, 0) >= caps[k]) hi = 0;
         while (hi - lo > 1) {
           const int64_t mid = lo + (hi - lo) / 2;
-          (cur.Target(k, static_cast<double>(mid)) >= caps[k] ? hi : lo) = mid;
+          (units(cur, k, mid) >= caps[k] ? hi : lo) = mid;
         }
         if (cur.begin + hi < first) first = cur.begin + hi, who = k;
       }
@@ -144,6 +156,8 @@ Result<MixturePlan> PlanMixture(const MixtureLayout& layout,
     row.begin = begin;
     row.samples = end - begin;
     row.ramp_samples = stages[s].ramp_samples;
+    row.seq_length = layout.stage_seq_length[s];
+    row.own_seq_length = sch.stages[s].seq_length > 0;
     row.weights = stages[s].weights;
     row.size_exponent = sch.stages[s].weights.empty() ? sch.stages[s].size_exponent : 0;
     row.from_temperature = sch.stages[s].from_temperature;
@@ -151,16 +165,19 @@ Result<MixturePlan> PlanMixture(const MixtureLayout& layout,
       PlanCell c;
       const double t0 = CumulativeTarget(segs, k, begin), t1 = CumulativeTarget(segs, k, end);
       c.samples = t1 - t0;
-      c.tokens = c.samples * L;
+      c.tokens = c.samples * static_cast<double>(row.seq_length);
       c.share = c.samples / static_cast<double>(end - begin);
       c.epochs = c.tokens / source_tokens[k];
-      c.epochs_cumulative = t1 * L / source_tokens[k];
+      cum_tokens[k] += c.tokens;
+      c.epochs_cumulative = (uniform ? t1 * L : cum_tokens[k]) / source_tokens[k];
+      units_before[k] += c.samples * r;
       row.cells.push_back(c);
     }
+    plan.tokens += static_cast<double>(end - begin) * static_cast<double>(row.seq_length);
     plan.stages.push_back(std::move(row));
   }
   for (size_t k = 0; k < n; ++k) {
-    const double t = CumulativeTarget(segs, k, layout.length) * L;
+    const double t = uniform ? CumulativeTarget(segs, k, layout.length) * L : cum_tokens[k];
     plan.total_tokens.push_back(t);
     plan.total_epochs.push_back(t / source_tokens[k]);
   }
@@ -171,11 +188,14 @@ std::string PlanText(const MixturePlan& p) {
   std::string out;
   char line[512];
   std::snprintf(line, sizeof(line),
-                "mixture plan: %zu source(s), %zu stage(s), %lld samples of %lld tokens (%s "
+                "mixture plan: %zu source(s), %zu stage(s), %lld samples of %lld tokens%s (%s "
                 "tokens)\n",
                 p.source_names.size(), p.stages.size(), static_cast<long long>(p.length),
                 static_cast<long long>(p.seq_length),
-                Tokens(static_cast<double>(p.length) * static_cast<double>(p.seq_length)).c_str());
+                p.tokens == static_cast<double>(p.length) * static_cast<double>(p.seq_length)
+                    ? ""
+                    : " or a stage's own",
+                Tokens(p.tokens).c_str());
   out += line;
   out += "sources (natural share = size / all sizes):\n";
   for (size_t k = 0; k < p.source_names.size(); ++k) {
@@ -188,6 +208,7 @@ std::string PlanText(const MixturePlan& p) {
     std::snprintf(line, sizeof(line), "stage '%s': samples [%lld, %lld)", st.name.c_str(),
                   static_cast<long long>(st.begin), static_cast<long long>(st.begin + st.samples));
     out += line;
+    if (st.own_seq_length) out += ", seq_length " + std::to_string(st.seq_length);
     if (st.ramp_samples > 0) out += ", ramp over " + std::to_string(st.ramp_samples) + " samples";
     if (st.size_exponent > 0) {
       out += st.from_temperature ? ", temperature " + Fixed(1 / st.size_exponent, 3)
@@ -230,6 +251,7 @@ std::string PlanJson(const MixturePlan& p) {
   nlohmann::json j;
   j["seq_length"] = p.seq_length;
   j["samples"] = p.length;
+  j["tokens"] = p.tokens;
   nlohmann::json sources = nlohmann::json::array();
   for (size_t k = 0; k < p.source_names.size(); ++k) {
     sources.push_back({{"name", p.source_names[k]},
@@ -259,6 +281,7 @@ std::string PlanJson(const MixturePlan& p) {
                         {"begin", st.begin},
                         {"samples", st.samples},
                         {"ramp_samples", st.ramp_samples},
+                        {"seq_length", st.seq_length},
                         {"sources", cells}};
     if (st.size_exponent > 0) s["size_exponent"] = st.size_exponent;
     stages.push_back(s);

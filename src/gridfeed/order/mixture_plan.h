@@ -29,6 +29,8 @@ struct PlanCell {
 struct PlanStageRow {
   std::string name;
   int64_t begin = 0, samples = 0, ramp_samples = 0;
+  int64_t seq_length = 0;       // tokens per sample in this stage
+  bool own_seq_length = false;  // set by the stage, not --seq-length
   std::vector<double> weights;  // target weights after the ramp (normalised)
   double size_exponent = 0;     // > 0: weights from the sizes (temperature/alpha)
   bool from_temperature = false;
@@ -47,6 +49,7 @@ struct MixturePlan {
   std::vector<bool> declared;         // size from the config's `tokens`, not the store
   std::vector<double> natural_share;
   int64_t seq_length = 0, length = 0;
+  double tokens = 0;  // over every stage at its length
   std::vector<PlanStageRow> stages;
   std::vector<PlanCap> caps;
   std::vector<double> total_tokens, total_epochs;  // per source over the run

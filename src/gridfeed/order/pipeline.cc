@@ -1,5 +1,7 @@
 #include "gridfeed/order/pipeline.h"
 
+#include <algorithm>
+
 #include "gridfeed/order/megatron_pipeline.h"
 #include "gridfeed/order/mixture_pipeline.h"
 #include "gridfeed/order/olmo_pipeline.h"
@@ -11,6 +13,43 @@ SampleRecord OrderView::ReadFields(Split split, int64_t position, const FieldTar
   SampleRecord r = Read(split, position, &scratch->sample, hash_tokens);
   SliceFields(scratch->sample, static_cast<int64_t>(scratch->sample.tokens.size()), out);
   return r;
+}
+
+int64_t SeqLengths::At(int64_t position) const {
+  const auto it = std::upper_bound(begin.begin(), begin.end(), position);
+  return length[it == begin.begin() ? 0 : static_cast<size_t>(it - begin.begin()) - 1];
+}
+
+int64_t SeqLengths::max() const { return *std::max_element(length.begin(), length.end()); }
+
+Result<int64_t> SeqLengths::Common(std::span<const int64_t> positions) const {
+  if (positions.empty() || uniform()) return length[0];
+  const int64_t first = At(positions[0]);
+  for (int64_t p : positions) {
+    if (At(p) != first) {
+      return InvalidArgument("positions " + std::to_string(positions[0]) + " and " +
+                             std::to_string(p) + " are in stages of different seq lengths (" +
+                             std::to_string(first) + " and " + std::to_string(At(p)) +
+                             " tokens): ask for one length's positions at a time");
+    }
+  }
+  return first;
+}
+
+Result<SeqLengths> SeqLengthsOf(const config::JobOptions& options, Split split) {
+  SeqLengths out;
+  if (!options.data.is_mixture() || split != Split::kTrain) {
+    out.begin = {0};
+    out.length = {options.data.seq_length};
+    return out;
+  }
+  GRIDFEED_ASSIGN_OR_RETURN(const MixtureLayout l, LayoutMixture(options));
+  for (size_t i = 0; i < l.stage_seq_length.size(); ++i) {
+    if (!out.length.empty() && out.length.back() == l.stage_seq_length[i]) continue;
+    out.begin.push_back(out.begin.empty() ? 0 : l.stage_begin[i]);
+    out.length.push_back(l.stage_seq_length[i]);
+  }
+  return out;
 }
 
 Result<std::unique_ptr<Pipeline>> Pipeline::For(const config::JobOptions& options) {

@@ -30,7 +30,26 @@ struct SourceInfo {
   std::string name;               // e.g. the data prefix
   double weight = 1;              // target share
   int64_t samples_per_epoch = 0;  // one pass over the source's share of the split
+  int64_t seq_length = 0;         // tokens per sample when not the run's --seq-length (0)
 };
+
+// Tokens per sample along the train split's positions: the run's --seq-length throughout, or a
+// mixture schedule's stage lengths (piecewise constant; a change only at a global batch
+// boundary, so a micro-batch has one shape). A pure function of the options: every rank, reader
+// or not, computes the same.
+struct SeqLengths {
+  std::vector<int64_t> begin;   // first position of each piece; begin[0] = 0
+  std::vector<int64_t> length;  // tokens per sample from there on
+  int64_t At(int64_t position) const;
+  int64_t max() const;
+  bool uniform() const { return length.size() == 1; }
+  // The one length of all `positions` (their arrays share a shape); InvalidArgument naming two
+  // positions of different lengths otherwise.
+  Result<int64_t> Common(std::span<const int64_t> positions) const;
+};
+// Of `split` (only the train split has stages). InvalidArgument as the pipeline's layout would
+// give it (e.g. a bad schedule).
+Result<SeqLengths> SeqLengthsOf(const config::JobOptions& options, Split split = Split::kTrain);
 
 // What a rank knows of a data order. Const methods are thread safe (the prefetch thread reads
 // while the trainer's thread asks for lengths).

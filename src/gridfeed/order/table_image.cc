@@ -119,6 +119,7 @@ std::unique_ptr<TableImageWriter> TableImageWriter::Create(BuiltDatasets&& built
                            {"begin", m.begin},
                            {"end", m.end},
                            {"samples_per_epoch", t.num_samples_per_epoch}};
+      if (m.seq_length > 0) jm["seq_length"] = m.seq_length;
       jm["document_index"] = p.arrays.Add(t.document_index, true);
       if (t.sample_index_is_int64) {
         jm["sample_index64"] = p.arrays.Add(t.sample_index64, true);
@@ -207,6 +208,8 @@ Result<TableView> ParseTableImage(std::span<const std::byte> image) {
         m.begin = jm.at("begin").get<int64_t>();
         m.end = jm.at("end").get<int64_t>();
         m.samples_per_epoch = jm.at("samples_per_epoch").get<int64_t>();
+        m.seq_length = jm.value("seq_length", int64_t{0});
+        if (m.seq_length < 0) return DataLoss("table image: negative seq_length");
         GRIDFEED_ASSIGN_OR_RETURN(
             m.tables.document_index,
             ArrayAt<int32_t>(data, jm.at("document_index"), "document_index"));

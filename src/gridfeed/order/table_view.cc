@@ -20,8 +20,8 @@ TableView ViewOf(const BuiltDatasets& built) {
       s.dataset_sample_index = sd.blend.dataset_sample_index;
     }
     for (const auto& m : sd.mids) {
-      s.sources.push_back(
-          {m.prefix, m.begin, m.end, m.tables.num_samples_per_epoch, m.tables.View()});
+      s.sources.push_back({m.prefix, m.begin, m.end, m.tables.num_samples_per_epoch, m.seq_length,
+                           m.tables.View()});
       if (std::find(out.prefixes.begin(), out.prefixes.end(), m.prefix) == out.prefixes.end()) {
         out.prefixes.push_back(m.prefix);
       }

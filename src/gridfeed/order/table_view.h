@@ -23,6 +23,7 @@ struct SourceView {
   std::string prefix;
   int64_t begin = 0, end = 0;  // sequence ids of the split
   int64_t samples_per_epoch = 0;
+  int64_t seq_length = 0;  // tokens per sample when not the run's --seq-length (0)
   GptTablesView tables;
 };
 

@@ -229,7 +229,12 @@ py::dict Samples(const py::object& positions, const py::kwargs& kwargs) {
     }
   }
   const auto n = static_cast<py::ssize_t>(pos.size());
-  const auto L = static_cast<py::ssize_t>(o.data.seq_length);
+  // One array shape: every position at one length (a mixture stage may set its own).
+  auto lengths = order::SeqLengthsOf(o, split);
+  ThrowIfError(lengths.status());
+  auto common = lengths->Common(pos);
+  ThrowIfError(common.status());
+  const auto L = static_cast<py::ssize_t>(*common);
   const bool mask = o.data.create_attention_mask, blend = view.is_blend(split);
   py::array_t<int64_t> items(n), tokens({n, L}), labels({n, L}), position_ids({n, L});
   py::array_t<float> loss_mask({n, L});
