@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace gridfeed::order {
 
@@ -67,8 +68,8 @@ class Builder {
     for (size_t s = 0; s < stages_.size(); ++s) {
       GRIDFEED_RETURN_IF_ERROR(StartStage(s));
       const int64_t end = out_.stage_begin[s + 1];
-      for (int64_t p = out_.stage_begin[s]; p < end; ++p) {
-        GRIDFEED_RETURN_IF_ERROR(Draw(p, end));
+      for (int64_t p = out_.stage_begin[s]; p < end;) {
+        GRIDFEED_ASSIGN_OR_RETURN(p, DrawSegment(p, end));
       }
     }
     const BlendSegment& last = out_.segments.back();
@@ -104,40 +105,108 @@ class Builder {
     return Status::Ok();
   }
 
+  // Also loads the segment's active sources into the dense arrays the draw loops read.
   void Push(BlendSegment seg) {
     out_.segments.push_back(std::move(seg));
-    candidates_.clear();
+    const BlendSegment& g = out_.segments.back();
+    const double r = static_cast<double>(g.ramp);
+    idx_.clear();
+    base_.clear();
+    level_.clear();
+    from_.clear();
+    slope_.clear();
+    to_.clear();
+    positive_.clear();
+    count_.clear();
+    used_d_.clear();
+    cap_.clear();
     for (size_t k = 0; k < n_; ++k) {
-      if (active_[k]) candidates_.push_back(k);
+      if (!active_[k]) continue;
+      idx_.push_back(k);
+      base_.push_back(g.base[k]);
+      // Target's terms, each formed as Target forms it, so the sums round the same.
+      level_.push_back(g.ramp == 0 ? g.base[k] : g.base[k] + (g.from[k] + g.to[k]) * (r / 2));
+      from_.push_back(g.from[k]);
+      slope_.push_back(g.to[k] - g.from[k]);
+      to_.push_back(g.to[k]);
+      positive_.push_back(g.to[k] > 0);
+      count_.push_back(out_.counts[k]);
+      used_d_.push_back(used_[k]);
+      cap_.push_back(caps_[k]);
     }
   }
 
-  Status Draw(int64_t p, int64_t stage_end) {
+  // Draws positions [p, end) of the current segment until it ends or a cap starts a new one;
+  // returns the next position. Per position this is BlendSegment::Target and Weight inlined
+  // over the dense arrays, split into the ramp (x <= ramp) and the linear part.
+  Result<int64_t> DrawSegment(int64_t p, int64_t end) {
     const BlendSegment& seg = out_.segments.back();
-    const double q = static_cast<double>(std::max<int64_t>(p, 1) - seg.begin);
-    size_t best = n_;
-    double best_error = 0;
-    for (size_t k : candidates_) {
-      const double error = seg.Target(k, q) - static_cast<double>(out_.counts[k]);
-      // A source without weight here is drawn only while it is owed samples (never on a tie
-      // at 0, which Megatron's rule would give to the first source).
-      if (!(error > 0) && !(seg.Weight(k, q) > 0)) continue;
-      if (best == n_ || error > best_error) {
-        best_error = error;
-        best = k;
+    const int64_t ramp_end = seg.ramp > 0 ? std::min(end, seg.begin + seg.ramp + 1) : p;
+    const double r = static_cast<double>(seg.ramp);
+    const size_t m = idx_.size();
+    const int64_t cost = stages_[static_cast<size_t>(seg.stage)].cap_cost;
+    size_t capped_i = m;  // the source whose draw reached its cap
+    const bool all_positive =
+        std::all_of(positive_.begin(), positive_.end(), [](char c) { return c != 0; });
+    // Position p's draw given its error function; false when no source is eligible.
+    auto draw = [&](int64_t pos, auto&& error_of, auto&& eligible) {
+      // Errors are finite, so -inf makes the first eligible source the first best, as in
+      // Megatron; no branch on the error's sign where every weight is positive.
+      size_t best = m;
+      double best_error = -std::numeric_limits<double>::infinity();
+      for (size_t i = 0; i < m; ++i) {
+        double error = error_of(i) - static_cast<double>(count_[i]);
+        // A source without weight here is drawn only while it is owed samples (never on a
+        // tie at 0, which Megatron's rule would give to the first source).
+        if (!(error > 0 || eligible(i))) error = -std::numeric_limits<double>::infinity();
+        if (error > best_error) {
+          best_error = error;
+          best = i;
+        }
+      }
+      if (best == m) return false;
+      out_.tables.dataset_index[pos] = static_cast<int32_t>(idx_[best]);
+      out_.tables.dataset_sample_index[pos] = count_[best];
+      ++count_[best];
+      used_d_[best] += cost;
+      if (cap_[best] >= 0 && used_d_[best] >= cap_[best]) capped_i = best;
+      return true;
+    };
+    for (; p < end && capped_i == m; ++p) {
+      const double x = static_cast<double>(std::max<int64_t>(p, 1) - seg.begin);
+      bool ok;
+      if (p < ramp_end) {
+        const double t = x * x / (2 * r);
+        ok = draw(
+            p, [&](size_t i) { return base_[i] + from_[i] * x + slope_[i] * t; },
+            [&](size_t i) { return seg.Weight(idx_[i], x) > 0; });
+      } else {
+        // Past the ramp (or without one) the target is linear: level + to * y.
+        const double y = seg.ramp == 0 ? x : x - r;
+        auto linear = [&](size_t i) { return level_[i] + to_[i] * y; };
+        ok = all_positive ? draw(p, linear, [](size_t) { return true; })
+                          : draw(p, linear, [&](size_t i) { return positive_[i] != 0; });
+      }
+      if (!ok) {
+        SaveCounts();
+        return AllCapped(static_cast<size_t>(seg.stage), p);
       }
     }
-    if (best == n_) return AllCapped(static_cast<size_t>(seg.stage), p);
-    out_.tables.dataset_index[p] = static_cast<int32_t>(best);
-    out_.tables.dataset_sample_index[p] = out_.counts[best];
-    ++out_.counts[best];
-    used_[best] += stages_[static_cast<size_t>(seg.stage)].cap_cost;
-    if (caps_[best] >= 0 && used_[best] >= caps_[best]) {
-      active_[best] = 0;
-      out_.caps.push_back({static_cast<int>(best), seg.stage, p + 1, out_.counts[best]});
-      if (p + 1 < stage_end) return Recap(p + 1);
+    SaveCounts();
+    if (capped_i == m) return p;
+    // p is one past the position whose draw reached the cap.
+    const size_t k = idx_[capped_i];
+    active_[k] = 0;
+    out_.caps.push_back({static_cast<int>(k), seg.stage, p, out_.counts[k]});
+    if (p < end) GRIDFEED_RETURN_IF_ERROR(Recap(p));  // replaces seg and the dense arrays
+    return p;
+  }
+
+  void SaveCounts() {
+    for (size_t i = 0; i < idx_.size(); ++i) {
+      out_.counts[idx_[i]] = count_[i];
+      used_[idx_[i]] = used_d_[i];
     }
-    return Status::Ok();
   }
 
   // A cap bound: a new segment from `begin` without the capped source.
@@ -176,8 +245,12 @@ class Builder {
   size_t n_;
   ScheduledBlend out_;
   std::vector<char> active_;
-  std::vector<int64_t> used_;  // cap units given per source
-  std::vector<size_t> candidates_;
+  // The current segment's active sources, dense, in source order (ties go to the first).
+  std::vector<size_t> idx_;
+  std::vector<double> base_, level_, from_, slope_, to_;
+  std::vector<char> positive_;
+  std::vector<int64_t> count_, used_d_, cap_;  // samples, cap units given, cap
+  std::vector<int64_t> used_;                  // cap units given per source (saved)
 };
 
 }  // namespace
