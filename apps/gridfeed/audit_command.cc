@@ -51,7 +51,8 @@ Result<std::pair<int64_t, int64_t>> ParseSteps(const std::string& s) {
 }
 
 // The replay a command line asks for: a ledger's own schedules (its segments), or the data
-// options and batch geometry given as flags (which override the ledger's geometry).
+// options and batch geometry given as flags (which override the ledger's geometry; an amended
+// ledger's positions are still read under the configuration in force at each).
 // `until_iteration`: the replay reaches that far (orders built per epoch need to know).
 Result<std::unique_ptr<audit::Replay>> MakeReplay(const AuditArgs& a,
                                                   const config::OptionFlags& flags,
@@ -62,6 +63,8 @@ Result<std::unique_ptr<audit::Replay>> MakeReplay(const AuditArgs& a,
     GRIDFEED_ASSIGN_OR_RETURN(auto ledger, audit::ReadLedger(a.ledger));
     if (o.grid.data_parallel_size == 0) return audit::Replay::ForLedger(ledger);
     GRIDFEED_ASSIGN_OR_RETURN(o.data, config::FromCanonical(ledger.canonical_config));
+    GRIDFEED_RETURN_IF_ERROR(config::Validate(o));
+    return audit::Replay::OrdersOf(ledger, &o);
   }
   GRIDFEED_RETURN_IF_ERROR(config::Validate(o));
   if (o.grid.data_parallel_size < 1) {

@@ -230,6 +230,18 @@ grep -q "under 2 mixture schedules" "$WORK/verify_amend.out" \
   || { cat "$WORK/verify_amend.out"; fail "verify: schedules"; }
 grep -q "positions \[0, 192) consumed exactly once; each source's stream read exactly once" \
   "$WORK/verify_amend.out" || { cat "$WORK/verify_amend.out"; fail "verify: streams"; }
+# Replay of the amended ledger, by its own segments and with the geometry given as flags: each
+# position under the schedule in force there, so both print the ledger's records.
+sort_records() { grep -v '^#' | grep -v '^iteration' | sort -n -k1,1 -k3,3 -k2,2; }
+cat "$WORK"/amend/dp*.tsv | sort_records > "$WORK/amend_records.txt"
+"$GRIDFEED" audit replay --ledger "$WORK/amend" --steps 0:12 | sort_records \
+  > "$WORK/replay_own.txt" || fail "replay of the amended ledger"
+cmp "$WORK/replay_own.txt" "$WORK/amend_records.txt" || fail "replay by segments != ledger"
+"$GRIDFEED" audit replay --ledger "$WORK/amend" --steps 0:12 --data-parallel-size 4 \
+  --micro-batch-size 2 --global-batch-size 16 | sort_records > "$WORK/replay_flags.txt" \
+  || fail "replay of the amended ledger with geometry flags"
+cmp "$WORK/replay_flags.txt" "$WORK/amend_records.txt" \
+  || fail "replay with geometry flags ignores the amendment (differs from the ledger)"
 # The anneal stage's targets are the amendment's (a 32-sample ramp to u16 0.1, i32 0.1, multi 0.8).
 "$GRIDFEED" audit accounting --ledger "$WORK/amend" --json > "$WORK/amend.json" \
   || fail "accounting of the amended ledger"

@@ -3,11 +3,13 @@
 # after its checkpoint at step K and resumed to 2K has bitwise the same losses for K+1..2K and
 # the same final parameters as an uninterrupted 2K run, at TP2 x PP2 x CP1 x DP2 and
 # TP1 x PP2 x CP2 x DP2; resuming at another DP size continues the global sample sequence; on a
-# mixture schedule the loss log carries each source's loss and samples per step, whose counts are
-# the ledger's and whose sample-weighted mean is the step's loss.
+# mixture schedule (with a final long-context stage) the loss log carries each source's loss and
+# samples per step, whose counts are the ledger's and whose sample-weighted mean is the step's
+# loss, and audit verify proves the ledger.
 set -euo pipefail
 TRAINER=$(realpath "$1")
 ROOT=$(realpath "$2")
+GRIDFEED=$(realpath "$3")
 WORK=$(mktemp -d /tmp/gridfeed_trainer.XXXXXX)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
@@ -80,23 +82,26 @@ assert len(losses) == 4 and all(x == x for x in losses), losses
 print("resume at DP 4: same global sample sequence, trained on:", ", ".join(f"{x:.3f}" for x in losses))
 PY
 
-# Per-source loss on a two-stage mixture with a ramp (the KJV store under two names; the last
-# pipeline stage, which computes the loss, gets the source ids).
+# Per-source loss on a mixture with a ramp and a final long-context stage of 128-token samples
+# (the KJV store and a copy of it as two sources; the last pipeline stage, which computes the
+# loss, gets the source ids; every stage sizes its activations by the micro-batch's length).
 d="$WORK/mix"
-mkdir -p "$d"
+mkdir -p "$d" "$WORK/kjv2"
+cp "$WORK"/kjv/kjv_text_document.{bin,idx} "$WORK/kjv2/"
 cat > "$d/mix.yaml" <<YAML
 seq-length: 64
 split: "98,2,0"
 vocab-size: 8000
 eod-id: 2
-sources: {law: $WORK/kjv/kjv_text_document, prophets: $WORK/kjv/kjv_text_document}
+sources: {law: $WORK/kjv/kjv_text_document, prophets: $WORK/kjv2/kjv_text_document}
 schedule:
   - {name: main, samples: 48, mixture: {law: 0.75, prophets: 0.25}}
   - {name: anneal, samples: 48, mixture: {law: 0.25, prophets: 0.75}, ramp_samples: 16}
+  - {name: long, samples: 32, seq_length: 128, mixture: {law: 0.5, prophets: 0.5}}
 YAML
 mpirun -n 8 --oversubscribe -x OPENBLAS_NUM_THREADS -x OMP_NUM_THREADS "$TRAINER" \
   --config "$d/mix.yaml" --micro-batch-size 4 --global-batch-size 16 --d-model 64 --lr 3e-3 \
-  --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --train-iters 6 \
+  --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --train-iters 8 \
   --ledger "$d/ledger" --loss-log "$d/loss.tsv" > "$d/train.out" 2>&1 \
   || { cat "$d/train.out"; fail "mixture run"; }
 grep -q "law .* prophets " "$d/train.out" || { cat "$d/train.out"; fail "no per-source loss shown"; }
@@ -112,7 +117,7 @@ for f in glob.glob(f"{d}/ledger/dp*.tsv"):
         c = ledger.setdefault(int(cols[0]), [0, 0])
         c[int(cols[4])] += 1
 rows = [l.rstrip("\n").split("\t") for l in open(f"{d}/loss.tsv") if l[0].isdigit()]
-assert len(rows) == 6, rows
+assert len(rows) == 8, rows
 for r in rows:
     step, total, kv = int(r[0]), float(r[1]), dict(c.split("=") for c in r[2:])
     assert set(kv) == {"law", "law_samples", "prophets", "prophets_samples"}, kv
@@ -123,4 +128,6 @@ for r in rows:
     assert math.isclose(mean, total, rel_tol=1e-4), (step, losses, n, total)
 print("per-source loss: counts equal the ledger's, weighted mean equals the loss at every step")
 PY
+"$GRIDFEED" audit verify --ledger "$d/ledger" > "$d/verify.out" 2>&1 \
+  || { cat "$d/verify.out"; fail "audit verify of the mixture with a long-context stage"; }
 echo "toy trainer: ok"

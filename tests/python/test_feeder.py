@@ -128,6 +128,35 @@ def test_stop_iteration_at_the_end_of_the_split(job):
             f.next()
 
 
+LONG_STAGE = """seq-length: 64
+split: "969,30,1"
+sources: {u16: corpora/corpus_u16, i32: corpora/corpus_i32}
+schedule:
+  - {name: main, samples: 8, mixture: {u16: 1, i32: 1}}
+  - {name: long, samples: 8, seq_length: 128, mixture: {u16: 1, i32: 3}}
+"""
+
+
+def test_a_long_context_stage_gives_its_length_and_samples(tmp_path):
+    cfg = tmp_path / "long.yaml"
+    cfg.write_text(LONG_STAGE)
+    with open_feeder(str(cfg)) as f:
+        lengths = []
+        for mb in f:
+            length = 64 if mb.sample_positions[0] < 8 else 128
+            assert mb.seq_length == mb.local_seq_length == length
+            assert mb["tokens"].shape == mb["labels"].shape == (2, length)
+            assert mb["loss_mask"].shape == (2, length)
+            want = gridfeed.samples(list(mb.sample_positions), config=str(cfg))
+            assert np.array_equal(mb["tokens"], want["tokens"])
+            assert np.array_equal(mb["labels"], want["labels"])
+            lengths.append(length)
+        assert lengths == [64] * 4 + [128] * 4
+    # Offline, positions of two lengths do not make one array.
+    with pytest.raises(gridfeed.InvalidArgument, match="different seq lengths"):
+        gridfeed.samples([7, 8], config=str(cfg))
+
+
 def test_ledger_checkpoint_and_resume(job, gridfeed_bin, tmp_path):
     ckpt = str(tmp_path / "cursor.h5")
     with open_feeder(job, ledger=str(tmp_path / "ledger")) as f:

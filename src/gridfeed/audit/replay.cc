@@ -86,11 +86,22 @@ Result<std::unique_ptr<Replay>> Replay::Create(const config::JobOptions& options
   return r;
 }
 
-Result<std::unique_ptr<Replay>> Replay::OrdersOf(const Ledger& ledger) {
-  GRIDFEED_ASSIGN_OR_RETURN(const config::JobOptions first, LedgerOptions(ledger));
+Result<std::unique_ptr<Replay>> Replay::OrdersOf(const Ledger& ledger,
+                                                 const config::JobOptions* geometry) {
+  // Configuration i, read with the given geometry instead of the ledger's when there is one.
+  auto options = [&](size_t i) -> Result<config::JobOptions> {
+    GRIDFEED_ASSIGN_OR_RETURN(config::JobOptions o, LedgerOptions(ledger, i));
+    if (geometry == nullptr) return o;
+    const int64_t iters = std::max(o.run.train_iters, geometry->run.train_iters);
+    config::JobOptions g = *geometry;
+    g.data = std::move(o.data);
+    g.run.train_iters = iters;
+    return g;
+  };
+  GRIDFEED_ASSIGN_OR_RETURN(const config::JobOptions first, options(0));
   GRIDFEED_ASSIGN_OR_RETURN(auto r, Create(first));
   for (size_t i = 1; i < ledger.schedules.size(); ++i) {
-    GRIDFEED_ASSIGN_OR_RETURN(const config::JobOptions o, LedgerOptions(ledger, i));
+    GRIDFEED_ASSIGN_OR_RETURN(const config::JobOptions o, options(i));
     Order order;
     order.from = ledger.schedules[i].position;
     GRIDFEED_ASSIGN_OR_RETURN(order.built, BuildOrder(o));

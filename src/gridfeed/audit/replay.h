@@ -27,8 +27,10 @@ class Replay {
   static Result<std::unique_ptr<Replay>> ForLedger(const Ledger& ledger);
   // The orders of a ledger's configurations (one per entry of ledger.schedules: an amended
   // mixture has several), read with its first segment's schedule (or a DP 1, micro-batch 1 one
-  // for a version-1 ledger).
-  static Result<std::unique_ptr<Replay>> OrdersOf(const Ledger& ledger);
+  // for a version-1 ledger), or with `geometry`'s batch and grid options from sample 0 when
+  // given (what `audit replay --ledger` with --data-parallel-size asks).
+  static Result<std::unique_ptr<Replay>> OrdersOf(const Ledger& ledger,
+                                                  const config::JobOptions* geometry = nullptr);
 
   // The full schedule a segment line describes, for the order in force at its start.
   Result<order::ReadSchedule> ScheduleFor(const order::ScheduleOptions& segment) const;
