@@ -60,6 +60,25 @@ inline void Unmap(std::byte* base, size_t mapped) {
 
 }  // namespace page_array_internal
 
+// Advises transparent huge pages for the whole 2 MiB pages inside [p, p + bytes), e.g. a large
+// std::vector's reserved storage before its first write, so it faults 2 MiB at a time. Advice
+// only: a kernel without THP, or a small range, is left as it is.
+inline void AdviseHugePages(void* p, size_t bytes) {
+  using page_array_internal::kHugePage;
+  const auto begin = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t first = (begin + kHugePage - 1) / kHugePage * kHugePage;
+  const uintptr_t last = (begin + bytes) / kHugePage * kHugePage;
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+}
+
+// Sizes `v` to `n` value-initialised entries in storage advised for huge pages (see above).
+template <typename Vector>
+void ResizeOnHugePages(Vector* v, size_t n) {
+  v->reserve(n);
+  AdviseHugePages(v->data(), n * sizeof(typename Vector::value_type));
+  v->resize(n);
+}
+
 template <typename T>
 class PageArray {
   static_assert(std::is_trivially_copyable_v<T>);

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "gridfeed/core/page_array.h"
+
 namespace gridfeed::order {
 
 BlendTables BuildBlendingIndices(const std::vector<double>& weights, int64_t size) {
   BlendTables t;
-  t.dataset_index.resize(static_cast<size_t>(size));
-  t.dataset_sample_index.resize(static_cast<size_t>(size));
+  ResizeOnHugePages(&t.dataset_index, static_cast<size_t>(size));
+  ResizeOnHugePages(&t.dataset_sample_index, static_cast<size_t>(size));
   const size_t k_count = weights.size();
   std::vector<int64_t> counts(k_count, 0);
   for (int64_t p = 0; p < size; ++p) {
@@ -42,8 +44,8 @@ BlendTables BuildExhaustiveBlendingIndices(const std::vector<int64_t>& sizes) {
   for (size_t k = 0; k < sizes.size(); ++k) {
     if (sizes[k] > 0) active.push_back(k);
   }
-  t.dataset_index.resize(static_cast<size_t>(total));
-  t.dataset_sample_index.resize(static_cast<size_t>(total));
+  ResizeOnHugePages(&t.dataset_index, static_cast<size_t>(total));
+  ResizeOnHugePages(&t.dataset_sample_index, static_cast<size_t>(total));
   for (int64_t p = 0; p < total; ++p) {
     const double q = static_cast<double>(std::max<int64_t>(p, 1));
     size_t best_pos = 0;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "gridfeed/core/page_array.h"
+
 namespace gridfeed::order {
 
 double BlendSegment::Weight(size_t k, double x) const {
@@ -54,8 +56,8 @@ class Builder {
       length += st.samples;
     }
     out_.stage_begin.push_back(length);
-    out_.tables.dataset_index.resize(static_cast<size_t>(length));
-    out_.tables.dataset_sample_index.resize(static_cast<size_t>(length));
+    ResizeOnHugePages(&out_.tables.dataset_index, static_cast<size_t>(length));
+    ResizeOnHugePages(&out_.tables.dataset_sample_index, static_cast<size_t>(length));
     out_.counts.assign(n_, 0);
     used_.assign(n_, 0);
     active_.assign(n_, 1);
