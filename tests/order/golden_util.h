@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/npy.h"
+#include "testing/paths.h"
 
 namespace gridfeed::testing {
 
@@ -48,5 +50,17 @@ void ExpectNpyEquals(const std::string& path, const PageArray<T>& actual,
                      const std::vector<int64_t>& shape, const std::string& descr = "") {
   ExpectNpyEquals(path, std::span<const T>(actual), shape, descr);
 }
+
+// Runs each test with the golden folder as the working directory (Megatron ran there: the
+// corpora's paths are relative to it), and restores the previous one after.
+class InGoldenDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cwd_ = std::filesystem::current_path();
+    std::filesystem::current_path(GoldenDir());
+  }
+  void TearDown() override { std::filesystem::current_path(cwd_); }
+  std::filesystem::path cwd_;
+};
 
 }  // namespace gridfeed::testing

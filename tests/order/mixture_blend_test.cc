@@ -153,15 +153,7 @@ TEST(MixtureBlend, EveryWeightedSourceCappedIsAnErrorNamingTheStage) {
   EXPECT_NE(b.status().message().find("'code'"), std::string::npos) << b.status().ToString();
 }
 
-class InGoldenDir : public ::testing::Test {
- protected:
-  void SetUp() override {
-    cwd_ = std::filesystem::current_path();
-    std::filesystem::current_path(GoldenDir());
-  }
-  void TearDown() override { std::filesystem::current_path(cwd_); }
-  std::filesystem::path cwd_;
-};
+using gridfeed::testing::InGoldenDir;
 
 config::JobOptions MixtureOptions(const std::string& schedule_json) {
   config::JobOptions o;

@@ -124,15 +124,7 @@ TEST(MixtureStageLength, SeqLengthsMergeStagesOfOneLength) {
   EXPECT_EQ(s->max(), 512);
 }
 
-class LengthsInGoldenDir : public ::testing::Test {
- protected:
-  void SetUp() override {
-    cwd_ = std::filesystem::current_path();
-    std::filesystem::current_path(GoldenDir());
-  }
-  void TearDown() override { std::filesystem::current_path(cwd_); }
-  std::filesystem::path cwd_;
-};
+using gridfeed::testing::InGoldenDir;
 
 const char* kPrefixes[] = {"corpora/corpus_u16", "corpora/corpus_i32", "corpora/corpus_multi"};
 
@@ -159,7 +151,7 @@ std::unique_ptr<BuiltOrder> MegatronAlone(const std::string& prefix, int64_t seq
   return built.ok() ? std::move(built).value() : nullptr;
 }
 
-TEST_F(LengthsInGoldenDir, LongStageReadsEachSourceFromItsOwnTablesAtThatLength) {
+TEST_F(InGoldenDir, LongStageReadsEachSourceFromItsOwnTablesAtThatLength) {
   auto with = MakeMixturePipeline(Options(Schedule(true)))->Build();
   ASSERT_TRUE(with.ok()) << with.status().ToString();
   auto without = MakeMixturePipeline(Options(Schedule(false)))->Build();
@@ -209,7 +201,7 @@ TEST_F(LengthsInGoldenDir, LongStageReadsEachSourceFromItsOwnTablesAtThatLength)
   EXPECT_FALSE(json::parse((*without)->DataFacts())["mixture"].contains("stage_seq_length"));
 }
 
-TEST_F(LengthsInGoldenDir, TheImageKeepsEachTablesLength) {
+TEST_F(InGoldenDir, TheImageKeepsEachTablesLength) {
   const config::JobOptions o = Options(Schedule(true));
   auto pipeline = MakeMixturePipeline(o);
   auto built = pipeline->Build();
@@ -235,7 +227,7 @@ TEST_F(LengthsInGoldenDir, TheImageKeepsEachTablesLength) {
   EXPECT_FALSE(other.ok());
 }
 
-TEST_F(LengthsInGoldenDir, CapsCountTokensAcrossLengths) {
+TEST_F(InGoldenDir, CapsCountTokensAcrossLengths) {
   // multi is capped at 0.2 epochs of 128-token samples; a 256-token sample counts twice.
   const std::string schedule = R"({"sources": {"i32": "corpora/corpus_i32",
       "multi": "corpora/corpus_multi"},
