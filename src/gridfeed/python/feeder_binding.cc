@@ -288,7 +288,8 @@ What one rank received for one micro-batch: a read-only mapping of Megatron's fi
 gets) to NumPy views [micro_batch_size, local_seq_length] (attention_mask bool
 [micro_batch_size, 1, local_seq_length, seq_length]) over buffers this object owns: no copy;
 each view's base is the MicroBatch, which lives as long as any view or tensor made from one.
-dict(mb) gives a plain dict of the same views.)doc")
+dict(mb) gives a plain dict of the same views. seq_length is this micro-batch's: a mixture stage
+with its own seq_length changes it between global batches.)doc")
       .def("__getitem__",
            [](py::object self, const std::string& key) {
              auto a = self.cast<const PyMicroBatch&>().Field(self, key);
@@ -342,7 +343,9 @@ dict(mb) gives a plain dict of the same views.)doc")
           "int64 [micro_batch_size]: each sample's blend source (0 without a blend)")
       .def_property_readonly("micro_batch_size",
                              [](const PyMicroBatch& b) { return b.mb().micro_batch_size; })
-      .def_property_readonly("seq_length", [](const PyMicroBatch& b) { return b.mb().seq_length; })
+      .def_property_readonly(
+          "seq_length", [](const PyMicroBatch& b) { return b.mb().seq_length; },
+          "tokens per sample of this micro-batch (a mixture stage may set its own)")
       .def_property_readonly("local_seq_length",
                              [](const PyMicroBatch& b) { return b.mb().local_seq_length; })
       .def_property_readonly("has_inputs", [](const PyMicroBatch& b) { return b.mb().has_inputs; })
