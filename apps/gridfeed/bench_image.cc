@@ -19,14 +19,16 @@ void Widen(const std::byte* raw, int64_t n, int64_t* out) {
 }
 
 // Megatron-format tables: a sample is seq_length (+1) tokens from its sample_index row on,
-// across the documents of document_index.
+// across the documents of document_index (a table built at a mixture stage's own length: that).
 class MegatronFloor final : public AssemblyFloor {
  public:
   static Result<std::unique_ptr<AssemblyFloor>> Make(const config::JobOptions& o,
                                                      std::span<const std::byte> image) {
     auto floor = std::unique_ptr<MegatronFloor>(new MegatronFloor());
     GRIDFEED_ASSIGN_OR_RETURN(floor->view_, order::ParseTableImage(image));
-    floor->tokens_ = o.data.seq_length + (o.data.no_add_extra_token ? 0 : 1);
+    const int64_t extra = o.data.no_add_extra_token ? 0 : 1;
+    floor->tokens_ = o.data.seq_length + extra;
+    int64_t longest = floor->tokens_;
     std::vector<std::pair<std::string, const io::IndexedDataset*>> opened;
     // The build on this process checked these files in full: their structure suffices here.
     for (const auto& prefix : floor->view_.prefixes) {
@@ -42,12 +44,15 @@ class MegatronFloor final : public AssemblyFloor {
         for (const auto& [prefix, ds] : opened) {
           if (prefix == source.prefix) floor->bound_[i].push_back(ds);
         }
+        const int64_t n = source.seq_length ? source.seq_length + extra : floor->tokens_;
+        floor->source_tokens_[i].push_back(n);
+        longest = std::max(longest, n);
       }
     }
     size_t widest = 1;
     for (const auto& s : floor->stores_) widest = std::max(widest, io::DTypeSize(s->dtype()));
-    floor->raw_.resize(static_cast<size_t>(floor->tokens_) * widest);
-    floor->out_.resize(static_cast<size_t>(floor->tokens_));
+    floor->raw_.resize(static_cast<size_t>(longest) * widest);
+    floor->out_.resize(static_cast<size_t>(longest));
     return std::unique_ptr<AssemblyFloor>(std::move(floor));
   }
 
@@ -60,10 +65,11 @@ class MegatronFloor final : public AssemblyFloor {
     const size_t item = io::DTypeSize(ds.dtype());
     const int64_t row = t.ShuffleAt(j);
     const auto docs = static_cast<int64_t>(t.document_index.size());
+    const int64_t want = source_tokens_[i][static_cast<size_t>(k)];
     int64_t d = t.SampleDoc(row), offset = t.SampleOffset(row), got = 0;
-    while (got < tokens_ && d < docs) {
+    while (got < want && d < docs) {
       const int64_t seq = t.document_index[d];
-      const int64_t len = std::min<int64_t>(ds.sequence_lengths()[seq] - offset, tokens_ - got);
+      const int64_t len = std::min<int64_t>(ds.sequence_lengths()[seq] - offset, want - got);
       std::memcpy(raw_.data() + static_cast<size_t>(got) * item,
                   ds.GetUnchecked(seq, offset, len).data, static_cast<size_t>(len) * item);
       got += len;
@@ -81,7 +87,8 @@ class MegatronFloor final : public AssemblyFloor {
   order::TableView view_;
   std::vector<std::unique_ptr<io::IndexedDataset>> stores_;
   std::array<std::vector<const io::IndexedDataset*>, 3> bound_;  // per split and source
-  int64_t tokens_ = 0;
+  std::array<std::vector<int64_t>, 3> source_tokens_;            // tokens a sample copies
+  int64_t tokens_ = 0;                                           // at --seq-length
   std::vector<std::byte> raw_;
   std::vector<int64_t> out_;
 };
