@@ -165,12 +165,14 @@ Status RunVerify(const AuditArgs& a) {
     schedules += ")";
   }
   std::string streams;
-  if (!report.source_samples.empty()) {
+  if (!report.streams.empty()) {
     streams = "; each source's stream read exactly once:";
     const auto names = ledger.schedules.size() ? SourceNames(ledger) : std::vector<std::string>();
-    for (size_t k = 0; k < report.source_samples.size(); ++k) {
-      streams += " " + (k < names.size() ? names[k] : std::to_string(k)) + " [0, " +
-                 std::to_string(report.source_samples[k]) + ")";
+    for (const auto& s : report.streams) {
+      const auto k = static_cast<size_t>(s.source);
+      streams += " " + (k < names.size() ? names[k] : std::to_string(k)) +
+                 (s.seq_length ? " at " + std::to_string(s.seq_length) + " tokens" : "") + " [0, " +
+                 std::to_string(s.samples) + ")";
     }
   }
   std::printf(

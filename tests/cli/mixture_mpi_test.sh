@@ -291,6 +291,8 @@ mpirun -n 4 --oversubscribe "$GRIDFEED" run --config "$WORK/long.yaml" "${L[@]}"
   --ledger "$WORK/long" > "$WORK/long.out" 2>&1 || { cat "$WORK/long.out"; fail "long run"; }
 "$GRIDFEED" audit verify --ledger "$WORK/long" > "$WORK/long_verify.out" 2>&1 \
   || { cat "$WORK/long_verify.out"; fail "audit verify (long stage)"; }
+grep -q "each source's stream read exactly once: u16 at 64 tokens \[0, [0-9]*) u16 at 128 tokens" \
+  "$WORK/long_verify.out" || { cat "$WORK/long_verify.out"; fail "verify: streams per length"; }
 "$GRIDFEED" audit accounting --ledger "$WORK/long" --json > "$WORK/long_acc.json" \
   || fail "audit accounting (long stage)"
 /usr/bin/python3 - "$WORK/long" "$WORK/long_acc.json" <<'PY' || fail "long-stage accounting"

@@ -394,8 +394,8 @@ Result<VerifyReport> Verify(const Ledger& ledger) {
         return report;
       }
     }
-    if (report.source_samples.size() <= k) report.source_samples.resize(k + 1, 0);
-    report.source_samples[k] += static_cast<int64_t>(v.size());
+    report.streams.push_back(
+        {key.first, lengths.uniform() ? 0 : key.second, static_cast<int64_t>(v.size())});
   }
   report.ok = true;
   return report;

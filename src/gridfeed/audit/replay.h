@@ -80,8 +80,14 @@ struct VerifyReport {
   bool exactly_once = true;       // false for cyclic orders (positions repeat every epoch)
   bool schedule_checked = false;  // who read what when (ledger version 2)
   int64_t schedules = 1;          // configurations checked (amended mixture schedules: > 1)
-  // Mixture schedules: per source, its stream's samples [0, n) each read exactly once.
-  std::vector<int64_t> source_samples;
+  // Mixture schedules: each stream (a source; per seq length when stages set their own) whose
+  // samples [0, samples) were each read exactly once, by source then length.
+  struct Stream {
+    int64_t source = 0;
+    int64_t seq_length = 0;  // 0: the run has one length
+    int64_t samples = 0;
+  };
+  std::vector<Stream> streams;
   std::string first_difference;  // empty when ok
 };
 
