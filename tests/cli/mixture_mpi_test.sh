@@ -321,7 +321,24 @@ mpirun -n 4 --oversubscribe "$GRIDFEED" run --config "$WORK/off.yaml" "${L[@]}" 
 rc=$?
 set -e
 [ "$rc" -ne 0 ] || fail "a length change off the global batches was accepted"
-grep -q "schedule\[1\] reads 128 tokens per sample" "$WORK/off.out" \
+grep -q "schedule\[1\] (.long.) reads 128 tokens per sample" "$WORK/off.out" \
   || { cat "$WORK/off.out"; fail "the misaligned stage is not named"; }
+# Resumes with another global batch size: past the change of length any size goes (checkpoint at
+# sample 64, resumed at 24 a batch); before it, one whose batches would straddle it is refused
+# on every rank naming the stage (checkpoint at 48, resumed at 32 a batch: 48 + 32 > 64).
+LS=(--config "$WORK/long.yaml" --micro-batch-size 2 --pipeline-model-parallel-size 2)
+mpirun -n 4 --oversubscribe "$GRIDFEED" run "${LS[@]}" --global-batch-size 16 --train-iters 4 \
+  --save "$WORK/long64.h5" > "$WORK/long64.out" 2>&1 || { cat "$WORK/long64.out"; fail "run to 64"; }
+mpirun -n 4 --oversubscribe "$GRIDFEED" run "${LS[@]}" --global-batch-size 24 --train-iters 6 \
+  --resume "$WORK/long64.h5" --allow-batch-size-change > "$WORK/long64r.out" 2>&1 \
+  || { cat "$WORK/long64r.out"; fail "a resume past the change of length was refused"; }
+mpirun -n 4 --oversubscribe "$GRIDFEED" run "${LS[@]}" --global-batch-size 16 --train-iters 3 \
+  --save "$WORK/long48.h5" > "$WORK/long48.out" 2>&1 || { cat "$WORK/long48.out"; fail "run to 48"; }
+if mpirun -n 4 --oversubscribe "$GRIDFEED" run "${LS[@]}" --global-batch-size 32 --train-iters 4 \
+     --resume "$WORK/long48.h5" --allow-batch-size-change > "$WORK/long48r.out" 2>&1; then
+  fail "a resume whose batches straddle the change of length was accepted"
+fi
+grep -q "schedule\[1\] (.long.) reads 128 tokens per sample from sample 64" "$WORK/long48r.out" \
+  || { cat "$WORK/long48r.out"; fail "straddling resume: stage not named"; }
 echo "long-context stage: runs, verifies and accounts at its own length"
 echo "cli mixture: ok"

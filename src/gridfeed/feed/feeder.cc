@@ -306,16 +306,24 @@ Status Feeder::Impl::SamePast(const checkpoint::Cursor& saved) const {
       layout.ok() ? layout->schedule.stages[static_cast<size_t>(layout->StageAt(p))].name : "?";
   std::string why;
   // The usual cause: a source whose tables now hold another number of epochs is reshuffled.
-  const auto& sa = a.splits[0]->sources;
-  const auto& sb = b.splits[0]->sources;
-  for (size_t k = 0; k < sa.size() && k < sb.size(); ++k) {
-    const int64_t before = order::TableEpochs(sa[k]), after = order::TableEpochs(sb[k]);
+  // Tables are matched by token store and sample length (their numbers may differ).
+  for (const auto& x : a.splits[0]->sources) {
+    const order::SourceView* y = nullptr;
+    for (const auto& s : b.splits[0]->sources) {
+      if (s.prefix == x.prefix && s.seq_length == x.seq_length) y = &s;
+    }
+    if (y == nullptr) continue;
+    const int64_t before = order::TableEpochs(x), after = order::TableEpochs(*y);
     if (before == after) continue;
-    const std::string name = layout.ok() && k < layout->schedule.sources.size()
-                                 ? layout->schedule.sources[k].name
-                                 : sa[k].prefix;
-    why += (why.empty() ? "; " : ", ") + std::string("source '") + name +
-           "' is reshuffled: " + "its tables hold " + std::to_string(before) +
+    std::string name = x.prefix;
+    for (const auto& src :
+         layout.ok() ? layout->schedule.sources : std::vector<config::MixtureSource>()) {
+      if (src.path == x.prefix) name = src.name;
+    }
+    name = "'" + name + "'";
+    if (x.seq_length > 0) name += " at " + std::to_string(x.seq_length) + " tokens";
+    why += (why.empty() ? "; " : ", ") + std::string("source ") + name +
+           " is reshuffled: " + "its tables hold " + std::to_string(before) +
            " epoch(s) under the saved schedule, " + std::to_string(after) +
            " under the amended one";
   }
@@ -345,18 +353,26 @@ Status Feeder::Impl::PlanSchedule() {
   if (split == order::Split::kTrain) {
     GRIDFEED_ASSIGN_OR_RETURN(seq_lengths, order::SeqLengthsOf(options));
   }
-  // A micro-batch has one shape: a change of length must fall between this run's global batches.
+  // A micro-batch has one shape: a change of length must fall between this run's global batches
+  // (those it reads from `consumed` on; a boundary already passed does not matter).
   const int64_t gbs = schedule->micro_batches_per_iteration() * s.micro_batch_size * s.dp_size;
   for (size_t i = 1; i < seq_lengths.begin.size(); ++i) {
     const int64_t b = seq_lengths.begin[i];
-    if (b > consumed && (b - consumed) % gbs != 0) {
-      return InvalidArgument(
-          "the mixture stage reading " + std::to_string(seq_lengths.length[i]) +
-          " tokens per sample from sample " + std::to_string(b) +
-          " does not start on one of this run's global batches (resumed at " +
-          std::to_string(consumed) + ", " + std::to_string(gbs) +
-          " samples each): resume with the global batch size the stage boundaries were sized for");
+    if (b <= consumed || (b - consumed) % gbs == 0) continue;
+    auto layout = order::LayoutMixture(options);
+    std::string stage = "the mixture stage";
+    for (size_t k = 0; layout.ok() && k + 1 < layout->stage_begin.size(); ++k) {
+      if (layout->stage_begin[k] == b) {
+        stage = "mixture schedule: schedule[" + std::to_string(k) + "] ('" +
+                layout->schedule.stages[k].name + "')";
+      }
     }
+    return InvalidArgument(
+        stage + " reads " + std::to_string(seq_lengths.length[i]) + " tokens per sample from " +
+        "sample " + std::to_string(b) + ", where none of this run's global batches starts (" +
+        std::to_string(gbs) + " samples each from sample " + std::to_string(consumed) +
+        "): a micro-batch would mix two lengths; make the stages before it a multiple of the " +
+        "global batch size");
   }
   layout = PayloadLayout(options.batch.micro_batch_size, seq_lengths.max(), g.cp_size(),
                          g.first_stage(), g.last_stage(), options.data.create_attention_mask);

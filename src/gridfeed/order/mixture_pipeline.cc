@@ -86,7 +86,9 @@ class MixtureView final : public OrderView {
   // first table of it (the run's --seq-length when a stage reads it there).
   std::vector<SourceInfo> Sources(Split s) const override {
     if (s != Split::kTrain) return inner_->Sources(s);
-    std::vector<SourceInfo> out(layout_.schedule.sources.size());
+    SourceInfo none;
+    none.weight = 0;  // a source no stage draws from has no table
+    std::vector<SourceInfo> out(layout_.schedule.sources.size(), none);
     std::vector<char> seen(out.size(), 0);
     for (size_t m = 0; m < mids_.size(); ++m) {
       const auto k = static_cast<size_t>(source_of_mid_[m]);
@@ -382,15 +384,6 @@ Result<MixtureLayout> LayoutMixture(const config::JobOptions& o) {
       return InvalidArgument("mixture schedule: " + StageKey(i) + ".ramp_" +
                              config::BudgetUnitName(st.ramp_unit) + " is " + std::to_string(r) +
                              " samples, longer than the stage's " + std::to_string(n));
-    }
-    if (i > 0 && L != l.stage_seq_length.back() &&
-        l.length % std::max<int64_t>(1, l.global_batch_size) != 0) {
-      return InvalidArgument(
-          "mixture schedule: " + StageKey(i) + " reads " + std::to_string(L) +
-          " tokens per sample, the stage before it " + std::to_string(l.stage_seq_length.back()) +
-          ": it must start on a global batch boundary (it starts at sample " +
-          std::to_string(l.length) + ", not a multiple of --global-batch-size " +
-          std::to_string(l.global_batch_size) + "); size the stages before it in iterations");
     }
     l.stage_begin.push_back(l.length);
     l.stage_samples.push_back(n);

@@ -15,7 +15,8 @@
 // Stage lengths: a stage with its own seq_length reads every source from that source's own
 // tables at that length (built for the samples drawn at it, plus surplus): a source at another
 // length is another stream of samples. Stages of one length share their tables, so their
-// positions continue one stream. Such a stage must start on a global batch boundary.
+// positions continue one stream. Such a stage must start on a global batch boundary of the
+// run (the feeder checks it against the batches the run reads).
 // Caps count tokens: a source is capped once its samples' lengths add up to max_epochs x its
 // samples per epoch at --seq-length x --seq-length (with one length: Megatron's sample count).
 // Thread safe where pipeline.h says so.

@@ -27,7 +27,7 @@ int64_t FirstDifference(const TableView& a, const TableView& b, int64_t n) {
     const auto [ky, jy] = y.Locate(p);
     const SourceView& sx = x.sources[static_cast<size_t>(kx)];
     const SourceView& sy = y.sources[static_cast<size_t>(ky)];
-    if (kx != ky || sx.prefix != sy.prefix || sx.begin != sy.begin ||
+    if (sx.prefix != sy.prefix || sx.seq_length != sy.seq_length || sx.begin != sy.begin ||
         RangeOf(sx, jx) != RangeOf(sy, jy)) {
       return p;
     }

@@ -1,6 +1,8 @@
 // Whether two Megatron-format orders (table views, e.g. a schedule and its amendment) read the
-// same samples at the first n positions of the train split: the same source prefix and the
-// same token range (first and last document and offsets) at every position. Pure; thread safe.
+// same samples at the first n positions of the train split: the same source prefix and sample
+// length and the same token range (first and last document and offsets) at every position,
+// whichever table number serves it (an amendment that adds a (length, source) table renumbers
+// the later ones). Pure; thread safe.
 #pragma once
 
 #include <cstdint>
