@@ -6,9 +6,11 @@
 #include <sys/resource.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -49,9 +51,11 @@ struct Dump {
   std::vector<int64_t> sample_indices, tokens, position_ids, labels;
   std::vector<float> loss_mask;
   std::vector<uint8_t> attention_mask;
+  std::vector<int64_t> local_seq_lengths;  // per micro-batch (mixture stages may differ)
   int64_t count = 0;
   void Add(const feed::MicroBatch& mb) {
     ++count;
+    local_seq_lengths.push_back(mb.local_seq_length);
     auto add = [](auto& to, const auto& from) { to.insert(to.end(), from.begin(), from.end()); };
     add(sample_indices, mb.sample_indices);
     add(tokens, mb.tokens);
@@ -85,7 +89,25 @@ Status WriteDump(const std::string& dir, const feed::Feeder& f, const Dump& d) {
                          {"cp_rank", g.cp_rank()},       {"micro_batches", n},
                          {"is_reader", g.is_reader()}};
   std::vector<std::string> fields;
-  if (got) {
+  // Micro-batches of several lengths (mixture stages with their own seq_length) do not make one
+  // array: each field is then written flat, with local_seq_lengths.npy giving each one's length.
+  const bool ragged = std::adjacent_find(d.local_seq_lengths.begin(), d.local_seq_lengths.end(),
+                                         std::not_equal_to<>()) != d.local_seq_lengths.end();
+  if (got && ragged) {
+    meta["ragged"] = true;
+    GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/sample_indices.npy", d.sample_indices, {n, mbs}));
+    GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/local_seq_lengths.npy", d.local_seq_lengths, {n}));
+    auto flat = [&](const std::string& name, const auto& v) -> Status {
+      if (v.empty()) return Status::Ok();
+      fields.push_back(name);
+      return io::WriteNpy(rd + "/" + name + ".npy", v, {static_cast<int64_t>(v.size())});
+    };
+    GRIDFEED_RETURN_IF_ERROR(flat("tokens", d.tokens));
+    GRIDFEED_RETURN_IF_ERROR(flat("position_ids", d.position_ids));
+    GRIDFEED_RETURN_IF_ERROR(flat("attention_mask", d.attention_mask));
+    GRIDFEED_RETURN_IF_ERROR(flat("labels", d.labels));
+    GRIDFEED_RETURN_IF_ERROR(flat("loss_mask", d.loss_mask));
+  } else if (got) {
     const int64_t local = static_cast<int64_t>(inputs ? d.tokens.size() : d.labels.size()) /
                           std::max<int64_t>(n * mbs, 1);
     GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/sample_indices.npy", d.sample_indices, {n, mbs}));
@@ -152,7 +174,7 @@ Status RunFeeder(const RunArgs& a, const config::OptionFlags& flags) {
   const int64_t save_interval = options.run.save_interval;
   const bool cyclic = options.data.dataloader_type == "cyclic";
   Dump dump;
-  int64_t micro_batches = 0;
+  int64_t micro_batches = 0, steady_tokens = 0;  // tokens of the micro-batches after the first
   Stopwatch steady;
   // The ledger: one file per DP rank, written by the rank that receives its records.
   std::unique_ptr<audit::LedgerWriter> ledger;
@@ -192,6 +214,7 @@ Status RunFeeder(const RunArgs& a, const config::OptionFlags& flags) {
         Abort(g, mb.status().ToString());
       }
       if (++micro_batches == 2) steady.Lap();
+      if (micro_batches >= 2) steady_tokens += mbs * mb->seq_length;
       if (mb->empty()) continue;  // middle pipeline stage: nothing received, nothing to check
       if (mb->device_payload != nullptr) {
         // Device path: the checks and the dump look at a host copy of what reached the device.
@@ -270,7 +293,7 @@ Status RunFeeder(const RunArgs& a, const config::OptionFlags& flags) {
         static_cast<long long>(mbs), static_cast<long long>(f->consumed_samples()), open_total,
         s.build_seconds, s.broadcast_seconds, s.open_seconds, open_cpu, others_cpu, node_mb,
         f->readers_on_node(), plain_mb, f->num_nodes(), per_node.c_str(), rate,
-        rate * static_cast<double>(mbs * options.data.seq_length));
+        steady_seconds > 0 ? static_cast<double>(steady_tokens) / steady_seconds : 0.0);
     if (!a.dump_dir.empty()) std::printf("dump: %s/rank<N>/\n", a.dump_dir.c_str());
   }
   return Status::Ok();

@@ -60,7 +60,8 @@ Result<std::vector<int64_t>> ParsePositions(const std::string& spec, int64_t len
 Runner RegisterSamples(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("samples", "Assemble samples of one split into .npy files");
   auto flags = std::make_shared<config::OptionFlags>(
-      sub, config::Groups{config::Group::kData, config::Group::kSplitName});
+      sub, config::Groups{config::Group::kData, config::Group::kGrid, config::Group::kBatch,
+                          config::Group::kSplitName});
   auto out = std::make_shared<std::string>();
   auto positions = std::make_shared<std::string>();
   sub->add_option("--out", *out, "Output folder")->required();

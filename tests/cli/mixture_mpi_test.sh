@@ -288,7 +288,21 @@ grep -q "stage 'long': samples \[64, 128), seq_length 128, ramp over 16 samples"
   "$WORK/long_plan.txt" || { cat "$WORK/long_plan.txt"; fail "plan: the stage's length"; }
 L=(--micro-batch-size 2 --global-batch-size 16 --pipeline-model-parallel-size 2 --train-iters 8)
 mpirun -n 4 --oversubscribe "$GRIDFEED" run --config "$WORK/long.yaml" "${L[@]}" \
-  --ledger "$WORK/long" > "$WORK/long.out" 2>&1 || { cat "$WORK/long.out"; fail "long run"; }
+  --ledger "$WORK/long" --dump "$WORK/long_dump" > "$WORK/long.out" 2>&1 \
+  || { cat "$WORK/long.out"; fail "long run"; }
+/usr/bin/python3 - "$WORK/long_dump" <<'PY' || fail "dump of a run with two lengths"
+import json, sys
+import numpy as np
+d = sys.argv[1]
+for r in range(4):  # PP 2 x DP 2: every rank is a first- or last-stage reader
+    meta = json.load(open(f"{d}/rank{r}/meta.json"))
+    assert meta["ragged"] is True, meta
+    lengths = np.load(f"{d}/rank{r}/local_seq_lengths.npy")
+    assert list(lengths) == [64] * 16 + [128] * 16, lengths  # 4 iterations of 4 each
+    field = "tokens" if "tokens" in meta["fields"] else "labels"
+    assert np.load(f"{d}/rank{r}/{field}.npy").size == 2 * lengths.sum(), (r, field)
+print("dump: micro-batches of two lengths written flat with their lengths")
+PY
 "$GRIDFEED" audit verify --ledger "$WORK/long" > "$WORK/long_verify.out" 2>&1 \
   || { cat "$WORK/long_verify.out"; fail "audit verify (long stage)"; }
 grep -q "each source's stream read exactly once: u16 at 64 tokens \[0, [0-9]*) u16 at 128 tokens" \
@@ -323,6 +337,16 @@ set -e
 [ "$rc" -ne 0 ] || fail "a length change off the global batches was accepted"
 grep -q "schedule\[1\] (.long.) reads 128 tokens per sample" "$WORK/off.out" \
   || { cat "$WORK/off.out"; fail "the misaligned stage is not named"; }
+# Offline samples of a schedule in iterations follow the batch flags (16 a batch: the long stage
+# starts at sample 32).
+sed -e 's/samples: 64, mixture: {u16: 0.5/iterations: 2, mixture: {u16: 0.5/' \
+    -e 's/samples: 64, seq_length: 128/iterations: 2, seq_length: 128/' "$WORK/long.yaml" > "$WORK/it.yaml"
+grep -q "iterations: 2, seq_length: 128" "$WORK/it.yaml" || fail "it.yaml"
+"$GRIDFEED" samples --config "$WORK/it.yaml" --global-batch-size 16 --positions 32:36 \
+  --out "$WORK/it_samples" > /dev/null 2>&1 || fail "samples with --global-batch-size"
+/usr/bin/python3 -c 'import numpy as np, sys; s = np.load(sys.argv[1]).shape; assert s == (4, 128), s' \
+  "$WORK/it_samples/tokens.npy" || fail "samples of the long stage are not 128 tokens"
+
 # Resumes with another global batch size: past the change of length any size goes (checkpoint at
 # sample 64, resumed at 24 a batch); before it, one whose batches would straddle it is refused
 # on every rank naming the stage (checkpoint at 48, resumed at 32 a batch: 48 + 32 > 64).

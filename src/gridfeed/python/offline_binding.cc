@@ -194,8 +194,9 @@ std::vector<int64_t> Positions(const py::object& positions) {
 // As `gridfeed samples`: items_index, tokens, labels, loss_mask, position_ids (+ attention_mask
 // uint8, + dataset_id int16 for blends), in the command's dtypes and shapes.
 py::dict Samples(const py::object& positions, const py::kwargs& kwargs) {
-  const config::JobOptions o =
-      Resolve("gridfeed.samples", kwargs, {config::Group::kData, config::Group::kSplitName});
+  const config::JobOptions o = Resolve("gridfeed.samples", kwargs,
+                                       {config::Group::kData, config::Group::kGrid,
+                                        config::Group::kBatch, config::Group::kSplitName});
   const std::vector<int64_t> pos = Positions(positions);
   if (o.data.is_olmo()) return OlmoSamplesDict(o, pos);  // instance indices, negative allowed
   const std::string& name = o.feed.split_name;
