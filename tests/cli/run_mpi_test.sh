@@ -8,21 +8,40 @@ WORK=$(mktemp -d /tmp/gridfeed_run.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 cd "$GOLDEN"
-FLAGS=(--data-path corpora/corpus_u16 --split 969,30,1 --seq-length 64 --seed 1234
-       --train-samples 3000 --valid-samples 120 --test-samples 30 --micro-batch-size 4)
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-# 1. TP 2 x PP 2 x CP 1 x DP 2 with a dump: first stage got inputs, last stage targets, TP peers
-#    the same bytes, and the DP ranks' samples equal Megatron's golden micro-batches.
-mpirun -n 8 --oversubscribe "$GRIDFEED" run "${FLAGS[@]}" --tensor-model-parallel-size 2 \
-  --pipeline-model-parallel-size 2 --global-batch-size 16 --train-iters 4 --consumed-samples 8 \
+# The first golden case (by name) with Megatron's DataLoader micro-batches of the train split:
+# its name, DP size, micro-batch size and consumed samples, and its flags.
+read -r CASE DP MBS CONSUMED < <(/usr/bin/python3 - "$GOLDEN/cases" <<'PY'
+import json, os, sys
+root = sys.argv[1]
+for name in sorted(os.listdir(root)):
+    c = json.load(open(os.path.join(root, name, "case.json")))
+    b = c.get("batches")
+    if b and b.get("split") == "train" and c["inputs"]["data_path"] is not None:
+        print(name, b["dp"], b["mbs"], b["consumed"])
+        break
+PY
+)
+[ -n "${CASE:-}" ] || fail "no golden case has DataLoader micro-batches of the train split"
+mapfile -t FLAGS < <(/usr/bin/python3 "$(dirname "$(realpath "$0")")/golden_flags.py" \
+  "$GOLDEN/cases/$CASE" --batches)
+[ "${#FLAGS[@]}" -gt 0 ] || fail "no flags for case $CASE"
+echo "case $CASE: ${FLAGS[*]}"
+
+# 1. TP 2 x PP 2 x CP 1 x DP (Megatron's) with a dump: first stage got inputs, last stage
+#    targets, TP peers the same bytes, and the DP ranks' samples equal Megatron's golden
+#    micro-batches (two micro-batches per global batch).
+mpirun -n $((4 * DP)) --oversubscribe "$GRIDFEED" run "${FLAGS[@]}" \
+  --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 \
+  --global-batch-size $((2 * MBS * DP)) --train-iters 4 --consumed-samples "$CONSUMED" \
   --dump "$WORK/dump" > "$WORK/run.out" 2>&1 || { cat "$WORK/run.out"; fail "run failed"; }
 grep -q "checks: .* ok" "$WORK/run.out" || fail "no checks line"
-/usr/bin/python3 - "$WORK/dump" "$GOLDEN/cases/u16_s969_L64_seed1234/batches" <<'PY'
-import json, sys
+/usr/bin/python3 - "$WORK/dump" "$GOLDEN/cases/$CASE/batches" $((4 * DP)) <<'PY'
+import json, os, sys
 import numpy as np
-dump, golden = sys.argv[1], sys.argv[2]
-metas = {r: json.load(open(f"{dump}/rank{r}/meta.json")) for r in range(8)}
+dump, golden, world = sys.argv[1], sys.argv[2], int(sys.argv[3])
+metas = {r: json.load(open(f"{dump}/rank{r}/meta.json")) for r in range(world)}
 for r, m in metas.items():
     d = f"{dump}/rank{r}"
     want = ["tokens", "position_ids"] if m["pp_rank"] == 0 else ["labels", "loss_mask"]
@@ -31,9 +50,13 @@ for r, m in metas.items():
     gi = np.load(f"{g}/sample_indices.npy")
     si = np.load(f"{d}/sample_indices.npy")
     n = min(len(gi), len(si))
+    assert n > 0, r
     assert np.array_equal(si[:n], gi[:n]), r
     for f in want:
-        ours, theirs = np.load(f"{d}/{f}.npy"), np.load(f"{g}/{f}.npy")
+        gf = f"{g}/{f}.npy"
+        if f == "loss_mask" and os.path.exists(f"{g}/loss_mask_without_cache_leak.npy"):
+            gf = f"{g}/loss_mask_without_cache_leak.npy"
+        ours, theirs = np.load(f"{d}/{f}.npy"), np.load(gf)
         assert ours.dtype == theirs.dtype and np.array_equal(ours[:n], theirs[:n]), (r, f)
     peer = r ^ 1  # the other TP rank of the group (tp varies fastest)
     for f in want:

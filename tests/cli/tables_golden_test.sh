@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `gridfeed tables` and `gridfeed samples` from the command line (and from YAML) against
-# Megatron's golden case folders: one weighted blend, one per-split blend, one with all flags.
+# Megatron's golden case folders: every case from its flags, one from a YAML configuration.
 set -euo pipefail
 GRIDFEED=$(realpath "$1")
 GOLDEN=$(realpath "$2")
@@ -50,7 +50,8 @@ PY
 run_case() {  # case name, extra flags...
   local name=$1; shift
   local case_dir="$GOLDEN/cases/$name"
-  "$GRIDFEED" tables "$@" --out "$WORK/$name" 2>/dev/null
+  "$GRIDFEED" tables "$@" --out "$WORK/$name" 2> "$WORK/err" \
+    || { cat "$WORK/err"; echo "FAIL: gridfeed tables, case $name"; exit 1; }
   /usr/bin/python3 -c "$COMPARE" "$case_dir" "$WORK/$name" tables
   for split in train valid test; do
     [ -f "$case_dir/$split/items/items_index.npy" ] || continue
@@ -58,33 +59,34 @@ run_case() {  # case name, extra flags...
     pos=$(/usr/bin/python3 -c "import numpy as np,sys; print(','.join(map(str, np.load(sys.argv[1]))))" \
       "$case_dir/$split/items/items_index.npy")
     "$GRIDFEED" samples "$@" --split-name "$split" --positions "$pos" \
-      --out "$WORK/$name-$split-items" 2>/dev/null
+      --out "$WORK/$name-$split-items" 2> "$WORK/err" \
+      || { cat "$WORK/err"; echo "FAIL: gridfeed samples, case $name $split"; exit 1; }
     /usr/bin/python3 -c "$COMPARE" "$case_dir/$split/items" "$WORK/$name-$split-items" samples
   done
 }
 
-run_case blend2_w_u16_i32_L128 --data-path 0.3 corpora/corpus_u16 0.7 corpora/corpus_i32 \
-  --split 969,30,1 --seq-length 128 --seed 1234 --train-samples 2000 --valid-samples 100 \
-  --test-samples 20 --vocab-size 128256 --eod-id 0
-run_case blend_per_split_L128 --train-data-path 0.6 corpora/corpus_u16 0.4 corpora/corpus_i32 \
-  --valid-data-path corpora/corpus_multi corpora/corpus_tiny --seq-length 128 --seed 99 \
-  --train-samples 1500 --valid-samples none --test-samples 10 --vocab-size 50000 --eod-id 0
-cat > "$WORK/flags.yaml" <<'YAML'
-data-path: [corpora/corpus_i32]
-split: "969,30,1"
-seq-length: 32
-seed: 1          # overridden on the command line below
-train-samples: 300
-valid-samples: 20
-test-samples: 4
-vocab-size: 128256
-eod-id: 0
-reset-position-ids: true
-reset-attention-mask: true
-eod-mask-loss: true
-create-attention-mask: true
-YAML
-run_case i32_flags_all_attnmask_L32 --config "$WORK/flags.yaml" --seed 4242
+# Every golden case, its flags from its case.json (tests/cli/golden_flags.py).
+FLAGS_OF="$(dirname "$(realpath "$0")")/golden_flags.py"
+n=0
+for case_dir in "$GOLDEN"/cases/*/; do
+  name=$(basename "$case_dir")
+  mapfile -t flags < <(/usr/bin/python3 "$FLAGS_OF" "$case_dir")
+  [ "${#flags[@]}" -gt 0 ] || { echo "FAIL: no flags for case $name"; exit 1; }
+  echo "case $name"
+  run_case "$name" "${flags[@]}"
+  n=$((n + 1))
+done
+[ "$n" -gt 0 ] || { echo "FAIL: no golden cases under $GOLDEN/cases"; exit 1; }
+
+# The same from a YAML configuration, one flag (--seed) on the command line: the first case
+# (by name) with an attention mask, else the first.
+yaml_case=$(grep -l '"create_attention_mask": true' "$GOLDEN"/cases/*/case.json | head -n 1 || true)
+yaml_case=$(dirname "${yaml_case:-$(ls "$GOLDEN"/cases/*/case.json | head -n 1)}")
+/usr/bin/python3 "$FLAGS_OF" "$yaml_case" --yaml > "$WORK/flags.yaml"
+seed=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['inputs']['seed'])" \
+  "$yaml_case/case.json")
+echo "case $(basename "$yaml_case") from YAML"
+run_case "$(basename "$yaml_case")" --config "$WORK/flags.yaml" --seed "$seed"
 
 # Bad input fails clearly.
 if "$GRIDFEED" tables --data-path corpora/nonexistent --seq-length 8 --out "$WORK/x" 2> "$WORK/err"; then

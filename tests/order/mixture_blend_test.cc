@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <random>
 
 #include "golden_util.h"
@@ -164,42 +167,111 @@ config::JobOptions MixtureOptions(const std::string& schedule_json) {
   return o;
 }
 
-// blend3_w_L128 as a one-stage schedule: Megatron's blend and per-source tables exactly.
-TEST_F(InGoldenDir, OneStageScheduleReproducesTheGoldenBlendCase) {
-  const std::string dir = GoldenDir() + "/cases/blend3_w_L128/train";
-  const std::string schedule = R"({"sources": {"u16": "corpora/corpus_u16",
-      "i32": "corpora/corpus_i32", "multi": "corpora/corpus_multi"},
-      "schedule": [{"name": "one", "samples": 3000,
-                    "mixture": {"u16": 20, "i32": 30, "multi": 50}}]})";
-  auto parsed = config::ParseMixtureSchedule(schedule);
-  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
-  auto pipeline = MakeMixturePipeline(MixtureOptions(config::MixtureScheduleJson(*parsed)));
-  auto built = pipeline->Build();
-  ASSERT_TRUE(built.ok()) << built.status().ToString();
-  EXPECT_EQ((*built)->view().length(Split::kTrain), 3000);
-  auto writer = (*built)->TakeImage();
-  std::vector<std::byte> image(writer->size());
-  writer->WriteTo(image.data());
-  auto view = ParseTableImage(image);
-  ASSERT_TRUE(view.ok()) << view.status().ToString();
-  const SplitView& s = *view->splits[0];
-  std::vector<int16_t> di(s.dataset_index.begin(), s.dataset_index.end());
-  ExpectNpyEquals(dir + "/blend/dataset_index.npy", di, {3000});
-  ExpectNpyEquals(
-      dir + "/blend/dataset_sample_index.npy",
-      std::vector<int64_t>(s.dataset_sample_index.begin(), s.dataset_sample_index.end()), {3000});
-  ASSERT_EQ(s.sources.size(), 3u);
-  for (size_t k = 0; k < 3; ++k) {
-    const auto& t = s.sources[k].tables;
-    const std::string md = dir + "/mid_" + std::to_string(k);
-    ExpectNpyEquals(md + "/document_index.npy",
-                    std::vector<int32_t>(t.document_index.begin(), t.document_index.end()),
-                    {static_cast<int64_t>(t.document_index.size())});
-    ASSERT_FALSE(t.shuffle_index_is_int64);
-    ExpectNpyEquals(md + "/shuffle_index.npy",
-                    std::vector<uint32_t>(t.shuffle_index32.begin(), t.shuffle_index32.end()),
-                    {t.num_samples()});
+// A golden case that blends weighted --data-path corpora into a train split of a given size, as
+// a one-stage schedule over the same corpora (sources s00, s01, ... in data-path order) with the
+// case's seed, length, split and surplus. Empty when the case is not of that kind.
+struct GoldenBlendCase {
+  std::string schedule;
+  config::JobOptions options;
+  int64_t samples = 0;
+  size_t sources = 0;
+};
+
+std::optional<GoldenBlendCase> OneStageScheduleOf(const json& in) {
+  const json& path = in["data_path"];
+  const json& sizes = in["sizes"];
+  if (!path.is_array() || path.empty() || path.size() % 2 != 0) return std::nullopt;
+  if (!in["per_split_data_path"].is_null() || !sizes.is_array() || !sizes[0].is_number_integer() ||
+      sizes[0].get<int64_t>() <= 0) {
+    return std::nullopt;
   }
+  GoldenBlendCase c;
+  c.samples = sizes[0].get<int64_t>();
+  json sources = json::object(), mixture = json::object();
+  for (size_t i = 0; i < path.size(); i += 2) {
+    char* end = nullptr;
+    const std::string w = path[i].get<std::string>();
+    const double weight = std::strtod(w.c_str(), &end);
+    if (end == w.c_str() || *end != '\0' || !(weight > 0)) return std::nullopt;
+    char name[24];
+    std::snprintf(name, sizeof name, "s%02zu", i / 2);
+    sources[name] = path[i + 1].get<std::string>();
+    mixture[name] = weight;
+  }
+  c.sources = path.size() / 2;
+  c.schedule =
+      json{{"sources", sources},
+           {"schedule",
+            json::array({json{{"name", "one"}, {"samples", c.samples}, {"mixture", mixture}}})}}
+          .dump();
+  c.options.data.seq_length = in["seq_length"].get<int64_t>();
+  c.options.data.seed = in["seed"].get<int64_t>();
+  c.options.data.split = in["split"].is_string() ? in["split"].get<std::string>() : "";
+  c.options.data.no_add_extra_token = !in.value("add_extra_token_to_sequence", true);
+  c.options.data.mid_level_dataset_surplus = in.value("mid_level_dataset_surplus", 0.005);
+  return c;
+}
+
+// Every golden weighted blend (e.g. blend3_w_L128) as a one-stage schedule: Megatron's blend
+// and each source's tables exactly.
+TEST_F(InGoldenDir, OneStageScheduleReproducesTheGoldenBlendCases) {
+  int checked = 0;
+  for (const auto& e : std::filesystem::directory_iterator(GoldenDir() + "/cases")) {
+    const json golden = ReadJson(e.path().string() + "/case.json");
+    auto c = OneStageScheduleOf(golden["inputs"]);
+    if (!c) continue;
+    const std::string name = e.path().filename().string();
+    SCOPED_TRACE(name);
+    ++checked;
+    const std::string dir = e.path().string() + "/train";
+    auto parsed = config::ParseMixtureSchedule(c->schedule);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+    c->options.data.mixture_schedule = config::MixtureScheduleJson(*parsed);
+    auto pipeline = MakeMixturePipeline(c->options);
+    auto built = pipeline->Build();
+    ASSERT_TRUE(built.ok()) << built.status().ToString();
+    EXPECT_EQ((*built)->view().length(Split::kTrain), c->samples);
+    auto writer = (*built)->TakeImage();
+    std::vector<std::byte> image(writer->size());
+    writer->WriteTo(image.data());
+    auto view = ParseTableImage(image);
+    ASSERT_TRUE(view.ok()) << view.status().ToString();
+    const SplitView& s = *view->splits[0];
+    std::vector<int16_t> di(s.dataset_index.begin(), s.dataset_index.end());
+    ExpectNpyEquals(dir + "/blend/dataset_index.npy", di, {c->samples});
+    ExpectNpyEquals(
+        dir + "/blend/dataset_sample_index.npy",
+        std::vector<int64_t>(s.dataset_sample_index.begin(), s.dataset_sample_index.end()),
+        {c->samples});
+    ASSERT_EQ(s.sources.size(), c->sources);
+    for (size_t k = 0; k < c->sources; ++k) {
+      const auto& t = s.sources[k].tables;
+      const std::string md = dir + "/mid_" + std::to_string(k);
+      ExpectNpyEquals(md + "/document_index.npy",
+                      std::vector<int32_t>(t.document_index.begin(), t.document_index.end()),
+                      {static_cast<int64_t>(t.document_index.size())});
+      const auto rows = static_cast<int64_t>(t.sample_index32.size() + t.sample_index64.size()) / 2;
+      if (t.sample_index64.empty()) {
+        ExpectNpyEquals(md + "/sample_index.npy",
+                        std::vector<int32_t>(t.sample_index32.begin(), t.sample_index32.end()),
+                        {rows, 2});
+      } else {
+        ExpectNpyEquals(md + "/sample_index.npy",
+                        std::vector<int64_t>(t.sample_index64.begin(), t.sample_index64.end()),
+                        {rows, 2});
+      }
+      if (t.shuffle_index_is_int64) {
+        ExpectNpyEquals(md + "/shuffle_index.npy",
+                        std::vector<int64_t>(t.shuffle_index64.begin(), t.shuffle_index64.end()),
+                        {t.num_samples()});
+      } else {
+        ExpectNpyEquals(md + "/shuffle_index.npy",
+                        std::vector<uint32_t>(t.shuffle_index32.begin(), t.shuffle_index32.end()),
+                        {t.num_samples()});
+      }
+    }
+  }
+  EXPECT_GE(checked, 1) << "no golden case blends weighted corpora into a sized train split";
 }
 
 TEST_F(InGoldenDir, MaxEpochsCapBindsAtTheConfiguredEpoch) {
