@@ -15,6 +15,7 @@
 namespace gridfeed::order {
 namespace {
 
+using gridfeed::testing::ExpectMidTablesEqual;
 using gridfeed::testing::ExpectNpyEquals;
 using gridfeed::testing::GoldenDir;
 using gridfeed::testing::ReadJson;
@@ -150,20 +151,7 @@ TEST_P(GoldenCase, TablesItemsAndBatchesMatchMegatron) {
       EXPECT_EQ(m.tables.separate_final_epoch, jm["separate_final_epoch"].get<bool>());
       EXPECT_EQ(m.tables.num_tokens_per_epoch, jm["num_tokens_per_epoch"].get<int64_t>());
       EXPECT_EQ(built->pad_id_used, jm["pad_token_id_used"].get<int64_t>());
-      const auto& t = m.tables;
-      ExpectNpyEquals(md + "/document_index.npy", t.document_index,
-                      {static_cast<int64_t>(t.document_index.size())});
-      const int64_t rows = t.num_samples() + 1;
-      if (t.sample_index_is_int64) {
-        ExpectNpyEquals(md + "/sample_index.npy", t.sample_index64, {rows, 2});
-      } else {
-        ExpectNpyEquals(md + "/sample_index.npy", t.sample_index32, {rows, 2});
-      }
-      if (t.shuffle_index_is_int64) {
-        ExpectNpyEquals(md + "/shuffle_index.npy", t.shuffle_index64, {rows - 1});
-      } else {
-        ExpectNpyEquals(md + "/shuffle_index.npy", t.shuffle_index32, {rows - 1});
-      }
+      ExpectMidTablesEqual(md, m.tables.View());
     }
     if (sd.blended) {
       std::vector<int16_t> di(sd.blend.dataset_index.begin(), sd.blend.dataset_index.end());

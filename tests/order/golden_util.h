@@ -12,6 +12,7 @@
 
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/npy.h"
+#include "gridfeed/order/gpt_tables.h"
 #include "testing/paths.h"
 
 namespace gridfeed::testing {
@@ -49,6 +50,23 @@ template <typename T>
 void ExpectNpyEquals(const std::string& path, const PageArray<T>& actual,
                      const std::vector<int64_t>& shape, const std::string& descr = "") {
   ExpectNpyEquals(path, std::span<const T>(actual), shape, descr);
+}
+
+// A mid-level dataset's document, sample and shuffle index against a golden mid_<k> folder.
+inline void ExpectMidTablesEqual(const std::string& md, const order::GptTablesView& t) {
+  ExpectNpyEquals(md + "/document_index.npy", t.document_index,
+                  {static_cast<int64_t>(t.document_index.size())});
+  const int64_t rows = t.num_samples() + 1;
+  if (t.sample_index64.empty()) {
+    ExpectNpyEquals(md + "/sample_index.npy", t.sample_index32, {rows, 2});
+  } else {
+    ExpectNpyEquals(md + "/sample_index.npy", t.sample_index64, {rows, 2});
+  }
+  if (t.shuffle_index_is_int64) {
+    ExpectNpyEquals(md + "/shuffle_index.npy", t.shuffle_index64, {rows - 1});
+  } else {
+    ExpectNpyEquals(md + "/shuffle_index.npy", t.shuffle_index32, {rows - 1});
+  }
 }
 
 // Runs each test with the golden folder as the working directory (Megatron ran there: the

@@ -22,6 +22,7 @@
 namespace gridfeed::order {
 namespace {
 
+using gridfeed::testing::ExpectMidTablesEqual;
 using gridfeed::testing::ExpectNpyEquals;
 using gridfeed::testing::GoldenDir;
 using gridfeed::testing::ReadJson;
@@ -245,30 +246,7 @@ TEST_F(InGoldenDir, OneStageScheduleReproducesTheGoldenBlendCases) {
         {c->samples});
     ASSERT_EQ(s.sources.size(), c->sources);
     for (size_t k = 0; k < c->sources; ++k) {
-      const auto& t = s.sources[k].tables;
-      const std::string md = dir + "/mid_" + std::to_string(k);
-      ExpectNpyEquals(md + "/document_index.npy",
-                      std::vector<int32_t>(t.document_index.begin(), t.document_index.end()),
-                      {static_cast<int64_t>(t.document_index.size())});
-      const auto rows = static_cast<int64_t>(t.sample_index32.size() + t.sample_index64.size()) / 2;
-      if (t.sample_index64.empty()) {
-        ExpectNpyEquals(md + "/sample_index.npy",
-                        std::vector<int32_t>(t.sample_index32.begin(), t.sample_index32.end()),
-                        {rows, 2});
-      } else {
-        ExpectNpyEquals(md + "/sample_index.npy",
-                        std::vector<int64_t>(t.sample_index64.begin(), t.sample_index64.end()),
-                        {rows, 2});
-      }
-      if (t.shuffle_index_is_int64) {
-        ExpectNpyEquals(md + "/shuffle_index.npy",
-                        std::vector<int64_t>(t.shuffle_index64.begin(), t.shuffle_index64.end()),
-                        {t.num_samples()});
-      } else {
-        ExpectNpyEquals(md + "/shuffle_index.npy",
-                        std::vector<uint32_t>(t.shuffle_index32.begin(), t.shuffle_index32.end()),
-                        {t.num_samples()});
-      }
+      ExpectMidTablesEqual(dir + "/mid_" + std::to_string(k), s.sources[k].tables);
     }
   }
   EXPECT_GE(checked, 1) << "no golden case blends weighted corpora into a sized train split";
