@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -166,6 +167,37 @@ TEST(Cursor, FullDiskFailsAndKeepsTheOldCheckpoint) {
 
 // --- Hand-edited files, written with the HDF5 C API. ---
 
+// The writer refuses what the reader refuses (a save must never replace a good checkpoint with
+// one the resume rejects); a well-formed schedule history round-trips.
+TEST(Cursor, WriterRefusesWhatTheReaderRefuses) {
+  const std::string path = gridfeed::testing::ScratchDir("cursor_forged") + "/ckpt.h5";
+  ASSERT_TRUE(WriteCursor(path, Sample()).ok());
+  const std::string schedule =
+      R"({"sources": {"u16": "corpora/corpus_u16"},)"
+      R"( "schedule": [{"name": "main", "samples": 64, "mixture": {"u16": 1}}]})";
+  Cursor history = Sample();
+  history.schedule_history = nlohmann::json::array({{{"position", 0}, {"schedule", schedule}},
+                                                    {{"position", 100}, {"schedule", schedule}}})
+                                 .dump();
+  ASSERT_TRUE(WriteCursor(path, history).ok());
+  auto back = ReadCursor(path);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->schedule_history, history.schedule_history);
+  for (auto edit : std::vector<std::function<void(Cursor*)>>{
+           [](Cursor* c) { c->iteration = int64_t{1} << 62; }, [](Cursor* c) { c->iteration = -1; },
+           [](Cursor* c) { c->schedule_history = "{\"garbage\": true}"; },
+           [](Cursor* c) { c->schedule_history = R"([{"position": 0, "schedule": "nope"}])"; }}) {
+    Cursor bad = history;
+    edit(&bad);
+    const Status st = WriteCursor(path, bad);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
+    EXPECT_NE(st.message().find(path), std::string::npos) << st.message();
+  }
+  EXPECT_EQ(ReadCursor(path)->schedule_history, history.schedule_history) << "left untouched";
+  EXPECT_FALSE(WriteCursor(path + std::string(1, '\0') + "x", Sample()).ok());
+  EXPECT_FALSE(ReadCursor(path + std::string(1, '\0') + "x").ok());
+}
+
 struct RawDataset {
   RawDataset(std::vector<int64_t> v = {}) : values(std::move(v)) {}  // NOLINT: implicit
   std::vector<int64_t> values;
@@ -183,6 +215,7 @@ struct RawCheckpoint {
       {"micro_global_batch_size", {{2, 8}}},
   };
   bool variable_length_fingerprint = false;
+  std::map<std::string, std::string> strings;  // further string attributes (schedule_history)
 };
 
 void WriteRaw(const std::string& path, const RawCheckpoint& raw) {
@@ -224,6 +257,16 @@ void WriteRaw(const std::string& path, const RawCheckpoint& raw) {
       ASSERT_GE(H5Awrite(a, type, value.data()), 0);
       H5Aclose(a);
     }
+    H5Sclose(space);
+    H5Tclose(type);
+  }
+  for (const auto& [name, value] : raw.strings) {
+    hid_t type = H5Tcopy(H5T_C_S1);
+    hid_t space = H5Screate(H5S_SCALAR);
+    H5Tset_size(type, value.size());
+    hid_t a = H5Acreate2(g, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(H5Awrite(a, type, value.data()), 0);
+    H5Aclose(a);
     H5Sclose(space);
     H5Tclose(type);
   }
@@ -312,6 +355,41 @@ INSTANTIATE_TEST_SUITE_P(
         BadCheckpoint{"negative_iteration",
                       [](RawCheckpoint* r) { r->datasets["iteration"].values = {-1}; },
                       "iteration"},
+        // Forged values (issue 22): a run at iteration 2^62 would end at once with rc 0.
+        BadCheckpoint{
+            "forged_iteration",
+            [](RawCheckpoint* r) { r->datasets["iteration"].values = {int64_t{1} << 62}; },
+            "iteration"},
+        BadCheckpoint{"forged_consumed",
+                      [](RawCheckpoint* r) {
+                        r->datasets["consumed_train_samples"].values = {int64_t{1} << 62 | 1};
+                      },
+                      "consumed_train_samples"},
+        BadCheckpoint{"forged_batch",
+                      [](RawCheckpoint* r) {
+                        r->datasets["micro_global_batch_size"].values = {2, int64_t{1} << 50};
+                      },
+                      "micro_global_batch_size"},
+        // A garbage schedule_history would be carried into the next checkpoint.
+        BadCheckpoint{"history_not_a_list",
+                      [](RawCheckpoint* r) { r->strings["schedule_history"] = "garbage"; },
+                      "schedule_history"},
+        BadCheckpoint{"history_entry_not_an_object",
+                      [](RawCheckpoint* r) { r->strings["schedule_history"] = "[1, 2]"; },
+                      "schedule_history entry 0"},
+        BadCheckpoint{"history_past_the_cursor",
+                      [](RawCheckpoint* r) {
+                        r->strings["schedule_history"] =
+                            R"([{"position": 0, "schedule": "{\"sources\": {\"a\": \"x\"}, )"
+                            R"(\"schedule\": [{\"name\": \"m\", \"samples\": 8, )"
+                            R"(\"mixture\": {\"a\": 1}}]}"}, {"position": 101, "schedule": "x"}])";
+                      },
+                      "schedule_history entry 1"},
+        BadCheckpoint{"history_unparsable_schedule",
+                      [](RawCheckpoint* r) {
+                        r->strings["schedule_history"] = R"([{"position": 0, "schedule": "[]"}])";
+                      },
+                      "holds no mixture schedule"},
         BadCheckpoint{"version_zero",
                       [](RawCheckpoint* r) { r->datasets["format_version"].values = {0}; },
                       "format_version"},
@@ -353,6 +431,40 @@ TEST(Cursor, FifoIsRejectedWithoutBlocking) {
   }
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace gridfeed::checkpoint
+
+#include "gridfeed/checkpoint/resume_policy.h"
+#include "gridfeed/config/canonical.h"
+
+namespace gridfeed::checkpoint {
+namespace {
+
+// A cursor past what the run's split holds is refused naming the file (a forged checkpoint
+// would otherwise end the run at once, successfully, having read nothing).
+TEST(Resume, CursorBeyondTheSplitIsRefused) {
+  Cursor saved = Sample();
+  saved.canonical_config = R"({"seed":1})";
+  saved.fingerprint = config::FingerprintOf(saved.canonical_config);
+  saved.global_batch_size = 16;
+  ResumeRequest now;
+  now.path = "/x/ck.h5";
+  now.fingerprint = saved.fingerprint;
+  now.canonical_config = saved.canonical_config;
+  now.global_batch_size = 16;
+  now.micro_batch_size = 4;
+  now.dp = 2;
+  now.max_consumed = saved.consumed_train_samples;
+  EXPECT_TRUE(CheckResume(saved, now).ok()) << "at the split's end";
+  now.max_consumed = saved.consumed_train_samples - 1;
+  auto r = CheckResume(saved, now);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(r.status().message().find("'/x/ck.h5'"), std::string::npos) << r.status().message();
+  now.max_consumed = -1;  // cyclic: no bound
+  EXPECT_TRUE(CheckResume(saved, now).ok());
 }
 
 }  // namespace

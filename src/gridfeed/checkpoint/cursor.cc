@@ -10,9 +10,11 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
 
+#include "gridfeed/config/mixture_schedule.h"
 #include "gridfeed/io/file_util.h"
 
 namespace gridfeed::checkpoint {
@@ -178,6 +180,80 @@ Result<std::string> ReadString(hid_t group, const char* name, const std::string&
   return out;
 }
 
+// What no run writes, in words naming the dataset or attribute (empty: plausible). The writer
+// refuses what the reader refuses, so a save never replaces a good checkpoint with a bad one.
+std::string Implausible(const Cursor& c) {
+  constexpr int64_t kMaxIterations = int64_t{1} << 40;  // the most --train-iters allows
+  constexpr int64_t kMaxSamples = int64_t{1} << 62;     // consumed counts never get near
+  constexpr int64_t kMaxBatch = int64_t{1} << 40;       // --micro/--global-batch-size bounds
+  constexpr int64_t kMaxRanks = int64_t{1} << 24;
+  auto in = [](int64_t v, int64_t lo, int64_t hi) { return v >= lo && v <= hi; };
+  if (!in(c.iteration, 0, kMaxIterations)) {
+    return "dataset /gridfeed/iteration holds " + std::to_string(c.iteration) +
+           ", outside what a run reaches ([0, 2^40], the range of --train-iters)";
+  }
+  const std::pair<const char*, int64_t> counts[] = {
+      {"consumed_train_samples", c.consumed_train_samples},
+      {"consumed_valid_samples", c.consumed_valid_samples},
+      {"consumed_test_samples", c.consumed_test_samples}};
+  for (const auto& [name, v] : counts) {
+    if (!in(v, 0, kMaxSamples)) {
+      return std::string("dataset /gridfeed/") + name + " holds " + std::to_string(v) +
+             ", outside [0, 2^62]";
+    }
+  }
+  for (int64_t v : {c.dp, c.tp, c.pp, c.cp}) {
+    if (!in(v, 1, kMaxRanks)) {
+      return "dataset /gridfeed/grid_dp_tp_pp_cp holds " + std::to_string(v) +
+             ", outside [1, 2^24]";
+    }
+  }
+  for (int64_t v : {c.micro_batch_size, c.global_batch_size}) {
+    if (!in(v, 1, kMaxBatch)) {
+      return "dataset /gridfeed/micro_global_batch_size holds " + std::to_string(v) +
+             ", outside [1, 2^40]";
+    }
+  }
+  for (size_t i = 0; i < c.source_samples.size(); ++i) {
+    if (!in(c.source_samples[i], 0, kMaxSamples) ||
+        (i < c.source_tokens.size() && !in(c.source_tokens[i], 0, kMaxSamples))) {
+      return "dataset /gridfeed/source_consumed_samples or source_consumed_tokens holds a value "
+             "outside [0, 2^62] at index " +
+             std::to_string(i);
+    }
+  }
+  if (c.schedule_history.empty()) return "";
+  // A list of {"position", "schedule"} (the schedule in force from each position on), positions
+  // in order and not past the cursor, each schedule one that parses.
+  const std::string where = "attribute /gridfeed/schedule_history ";
+  const auto j = nlohmann::json::parse(c.schedule_history, nullptr, false);
+  if (!j.is_array() || j.empty()) return where + "is not a non-empty JSON list";
+  int64_t last = 0;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const auto& e = j[i];
+    const std::string entry = where + "entry " + std::to_string(i) + " ";
+    if (!e.is_object() || !e.contains("position") || !e["position"].is_number_integer() ||
+        !e.contains("schedule") || !e["schedule"].is_string()) {
+      return entry + "is not {\"position\": integer, \"schedule\": text}";
+    }
+    for (const auto& [key, value] : e.items()) {
+      if (key != "position" && key != "schedule" && key != "fingerprint") {
+        return entry + "has an unknown key '" + key + "'";
+      }
+    }
+    const int64_t position = e["position"].get<int64_t>();
+    if (position < last || position > c.consumed_train_samples) {
+      return entry + "starts at position " + std::to_string(position) +
+             ", not between the previous entry's (" + std::to_string(last) + ") and the cursor (" +
+             std::to_string(c.consumed_train_samples) + ")";
+    }
+    last = position;
+    auto schedule = config::ParseMixtureSchedule(e["schedule"].get<std::string>());
+    if (!schedule.ok()) return entry + "holds no mixture schedule: " + schedule.status().message();
+  }
+  return "";
+}
+
 // Builds the file in memory (HDF5 core driver, no backing store) so HDF5 never writes to disk:
 // every byte reaches the disk through io::AtomicFile, whose writes, fsync, close and rename are
 // checked, and a failed HDF5 call leaves no half-written file or open file id behind.
@@ -229,6 +305,12 @@ Result<std::vector<unsigned char>> BuildImage(const std::string& name, const Cur
 
 Status WriteCursor(const std::string& path, const Cursor& c) {
   QuietHdf5();
+  if (path.empty() || path.find('\0') != std::string::npos) {
+    return InvalidArgument("a checkpoint path must be non-empty and hold no NUL character");
+  }
+  if (const std::string why = Implausible(c); !why.empty()) {
+    return InvalidArgument("checkpoint '" + path + "' not written: " + why);
+  }
   GRIDFEED_ASSIGN_OR_RETURN(io::AtomicFile out, io::AtomicFile::Create(path));
   // The in-memory file needs a name that no file has (it is never created).
   auto image = BuildImage(out.temp_path() + ".image", c);
@@ -247,6 +329,9 @@ Status WriteCursor(const std::string& path, const Cursor& c) {
 
 Result<Cursor> ReadCursor(const std::string& path) {
   QuietHdf5();
+  if (path.find('\0') != std::string::npos) {
+    return InvalidArgument("a checkpoint path holds a NUL character");
+  }
   if (!std::filesystem::exists(path)) return NotFound("no checkpoint file '" + path + "'");
   {  // HDF5 opens by name: refuse a FIFO (it would block) or device first.
     GRIDFEED_ASSIGN_OR_RETURN(const int fd, io::OpenRegularFile(path, "checkpoint"));
@@ -315,6 +400,9 @@ Result<Cursor> ReadCursor(const std::string& path) {
   GRIDFEED_ASSIGN_OR_RETURN(auto batch, ReadInts(g, {"micro_global_batch_size", 2, 2, 1}, path));
   c.dp = grid[0], c.tp = grid[1], c.pp = grid[2], c.cp = grid[3];
   c.micro_batch_size = batch[0], c.global_batch_size = batch[1];
+  if (const std::string why = Implausible(c); !why.empty()) {
+    return DataLoss("checkpoint '" + path + "': " + why + " (forged or corrupt)");
+  }
   return c;
 }
 

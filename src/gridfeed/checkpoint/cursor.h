@@ -43,14 +43,18 @@ struct Cursor {
 };
 
 // IoError (naming the file and errno) if any step fails; the old file at `path` is untouched then
-// and no temporary remains.
+// and no temporary remains. InvalidArgument, nothing written, for a cursor ReadCursor would
+// refuse (see there) and for a path that is empty or holds a NUL.
 Status WriteCursor(const std::string& path, const Cursor& cursor);
 // NotFound for a missing file, IoError (without blocking) for a FIFO or other
 // non-regular file. DataLoss (naming the file and the dataset) for a corrupt,
 // truncated or hand-edited one: every dataset must be rank 1, int64, carry the Fletcher32 filter
 // and have its schema's extent (source arrays: equal, at most 2^20), values must be in range
-// (version >= 1, iteration and consumed counts >= 0, grid and batch sizes >= 1); sizes are
-// checked before anything is allocated. FailedPrecondition for a newer format version.
+// (version >= 1, iteration in [0, 2^40] (what --train-iters allows), consumed counts in
+// [0, 2^62], grid sizes in [1, 2^24], batch sizes in [1, 2^40]), and a schedule_history must be
+// a list of {"position", "schedule"} with positions in order, none past the cursor, each
+// schedule one that parses (a forged history is never carried forward); sizes are checked
+// before anything is allocated. FailedPrecondition for a newer format version.
 Result<Cursor> ReadCursor(const std::string& path);
 
 }  // namespace gridfeed::checkpoint

@@ -51,6 +51,12 @@ std::string FirstChangedStage(const std::string& before_schedule,
 
 Result<ResumePoint> CheckResume(const Cursor& saved, const ResumeRequest& now) {
   const std::string where = "checkpoint '" + now.path + "'";
+  if (now.max_consumed >= 0 && saved.consumed_train_samples > now.max_consumed) {
+    return DataLoss(where + " holds " + std::to_string(saved.consumed_train_samples) +
+                    " consumed samples, more than the " + std::to_string(now.max_consumed) +
+                    " of the split this run reads: no run of this order wrote it (forged or "
+                    "corrupt); refusing to resume");
+  }
   if (config::FingerprintOf(saved.canonical_config) != saved.fingerprint) {
     return DataLoss(where + ": its configuration text does not match its fingerprint (corrupt)");
   }

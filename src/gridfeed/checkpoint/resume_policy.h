@@ -8,7 +8,8 @@
 // other change of DP/TP/PP/CP sizes (the cursor is global). A changed mixture schedule (and
 // nothing else) is refused naming the first differing stage, unless allow_schedule_change and
 // check_same_past (which recomputes the saved order and compares it with the new one up to the
-// cursor) accepts it: then the run continues with the amended schedule.
+// cursor) accepts it: then the run continues with the amended schedule. A cursor past
+// max_consumed is refused (DataLoss naming the file) before anything else is compared.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,9 @@ struct ResumeRequest {
   bool allow_batch_size_change = false;
   bool order_depends_on_geometry = false;
   bool allow_schedule_change = false;
+  // The most consumed samples a checkpoint of this run can hold (the single sampler stops at the
+  // split's length); a cursor beyond it is refused as forged or corrupt. -1: no bound (cyclic).
+  int64_t max_consumed = -1;
   // OK when the saved order and this run's agree on every position before the cursor.
   std::function<Status(const Cursor& saved)> check_same_past;
 };
