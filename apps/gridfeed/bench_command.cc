@@ -27,6 +27,8 @@
 namespace gridfeed::app {
 namespace {
 
+constexpr int64_t kMaxBenchSamples = 100'000'000;
+
 struct BenchArgs {
   int64_t samples = 0;
   bool json = false;
@@ -80,9 +82,11 @@ Status Bench(const BenchArgs& a, const config::OptionFlags& flags) {
   // The options as the feeder resolves them (an OLMo order depends on the DP size).
   auto resolved = flags.Resolve();
   Status valid = resolved.status();
-  if (valid.ok() && a.samples < 0) {
-    valid = InvalidArgument("--samples must be 0 (about two seconds' worth) or more, got " +
-                            std::to_string(a.samples));
+  // A bound keeps a slip of the finger (10^12) from measuring for hours; 10^8 positions are
+  // minutes at the slowest rates measured.
+  if (valid.ok() && (a.samples < 0 || a.samples > kMaxBenchSamples)) {
+    valid = InvalidArgument("--samples must be in [0, " + std::to_string(kMaxBenchSamples) +
+                            "] (0: about two seconds' worth), got " + std::to_string(a.samples));
   }
   if (valid.ok()) {
     auto dp = config::ValidateGrid(*resolved, world_size);

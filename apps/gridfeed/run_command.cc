@@ -20,6 +20,7 @@
 #include "gridfeed/core/log.h"
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/feed/feeder.h"
+#include "gridfeed/feed/run_length.h"
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/npy.h"
 #include "gridfeed/parallel/agree.h"
@@ -41,6 +42,8 @@ struct RunArgs {
   std::string dump_dir;
   std::string save_path;
   int64_t kill_rank = -1, kill_step = -1;
+  // Tests only: a ledger writer's Nth record (from 1) fails to append, as on a full disk.
+  int64_t fail_ledger_record = -1;
   // Every rank must take the same paths: they decide collectives (dump agreement, saves).
   std::string AgreementText() const {
     return dump_dir + '\n' + save_path + '\n' + std::to_string(kill_step);
@@ -168,37 +171,40 @@ Status RunFeeder(const RunArgs& a, const config::OptionFlags& flags) {
   MPI_Reduce(&mine, &others_cpu, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
   const auto& g = f->grid();
   const int64_t per_step = f->num_microbatches_per_global_batch();
-  const int64_t mbs = options.batch.micro_batch_size;
+  const int64_t mbs = f->options().batch.micro_batch_size;  // as the feeder resolved it
   const int64_t dp = g.dp_size();
   const int64_t train_iters = options.run.train_iters;
   const int64_t save_interval = options.run.save_interval;
+  // A run the data cannot complete is refused before its first step (the same on every rank).
+  GRIDFEED_RETURN_IF_ERROR(feed::CheckTrainItersFit(*f, train_iters));
   const bool cyclic = options.data.dataloader_type == "cyclic";
   Dump dump;
   int64_t micro_batches = 0, steady_tokens = 0;  // tokens of the micro-batches after the first
   Stopwatch steady;
   // The ledger: one file per DP rank, written by the rank that receives its records.
   std::unique_ptr<audit::LedgerWriter> ledger;
+  Status ledger_status;        // the first failed append or flush on this rank
+  int64_t ledger_records = 0;  // records appended by this rank
   if (!options.run.ledger.empty()) {
-    Status opened;
-    if (g.is_reader() && g.first_stage() && g.cp_rank() == 0) {
-      auto history = audit::ParseScheduleHistory(f->schedule_history());
-      auto w = history.ok()
-                   ? audit::LedgerWriter::Open(options.run.ledger, g.dp_rank(), f->fingerprint(),
-                                               f->canonical_config(), f->schedule(), *history)
-                   : Result<std::unique_ptr<audit::LedgerWriter>>(history.status());
-      if (w.ok()) {
-        ledger = std::move(w).value();
-      } else {
-        opened = w.status();
-      }
-    }
-    GRIDFEED_RETURN_IF_ERROR(parallel::AgreeOnStatus(g.world(), opened, g.world_rank()));
+    GRIDFEED_ASSIGN_OR_RETURN(
+        ledger,
+        audit::OpenJobLedger(g.is_reader() && g.first_stage() && g.cp_rank() == 0,
+                             options.run.ledger, g.dp_rank(), f->fingerprint(),
+                             f->canonical_config(), f->schedule(), f->schedule_history(),
+                             {!options.resume.resume_from.empty(), options.run.overwrite_ledger},
+                             [&g](const Status& local) {
+                               return parallel::AgreeOnStatus(g.world(), local, g.world_rank());
+                             }));
   }
   const int64_t first_iter = f->resumed_iteration();
   if (g.world_rank() == 0 && !options.resume.resume_from.empty()) {
     std::printf("resumed from %s at iteration %lld, %lld consumed samples\n",
                 options.resume.resume_from.c_str(), static_cast<long long>(first_iter),
                 static_cast<long long>(f->consumed_samples()));
+  }
+  if (g.world_rank() == 0 && first_iter >= train_iters) {
+    std::printf("nothing to run: the checkpoint is at iteration %lld, --train-iters is %lld\n",
+                static_cast<long long>(first_iter), static_cast<long long>(train_iters));
   }
   for (int64_t it = first_iter; it < train_iters; ++it) {
     for (int64_t m = 0; m < per_step; ++m) {
@@ -244,10 +250,17 @@ Status RunFeeder(const RunArgs& a, const config::OptionFlags& flags) {
         }
       }
       if (!a.dump_dir.empty()) dump.Add(*mb);
-      if (ledger) {
+      // A failed append stops the writer's appends; the failure is agreed at the next flush,
+      // before any checkpoint could cover records the ledger lacks.
+      if (ledger && ledger_status.ok()) {
         for (const auto& r : mb->records) {
-          Status st = ledger->Append(r);
-          if (!st.ok()) Abort(g, st.ToString());
+          if (++ledger_records == a.fail_ledger_record) {
+            ledger_status = IoError("cannot write ledger record " + std::to_string(ledger_records) +
+                                    " to '" + options.run.ledger + "' (injected by test)");
+          } else {
+            ledger_status = ledger->Append(r);
+          }
+          if (!ledger_status.ok()) break;
         }
       }
     }
@@ -256,9 +269,13 @@ Status RunFeeder(const RunArgs& a, const config::OptionFlags& flags) {
         !a.save_path.empty() && (last || (save_interval > 0 && (it + 1) % save_interval == 0));
     // The ledger is durable at every checkpoint (and at the end), so a crash loses nothing
     // that a checkpoint covers.
-    if (ledger && (save || last)) {
-      Status st = ledger->Flush();
-      if (!st.ok()) Abort(g, st.ToString());
+    // Collective on the world (every rank reaches the same iterations): all stop together,
+    // with the writer's error, when any ledger file is not complete and durable.
+    if (!options.run.ledger.empty() && (save || last)) {
+      if (ledger && ledger_status.ok()) ledger_status = ledger->Flush();
+      GRIDFEED_RETURN_IF_ERROR(
+          parallel::AgreeOnStatus(g.world(), ledger_status, g.world_rank())
+              .WithContext("the ledger at iteration " + std::to_string(it + 1)));
     }
     if (save) {
       GRIDFEED_RETURN_IF_ERROR(f->SaveCheckpoint(a.save_path, it + 1));
@@ -311,6 +328,7 @@ Runner RegisterRun(CLI::App& app) {
                   "--save-interval iterations)");
   sub->add_option("--testing-kill-rank", a->kill_rank)->group("");
   sub->add_option("--testing-kill-step", a->kill_step)->group("");
+  sub->add_option("--testing-fail-ledger-record", a->fail_ledger_record)->group("");
   return [a, flags]() -> Status {
     return RunMpiJob("gridfeed run", [&] {
       GRIDFEED_RETURN_IF_ERROR(io::RemoveTempFilesOnSignal());

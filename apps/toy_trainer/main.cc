@@ -21,6 +21,7 @@
 #include "gridfeed/core/parse.h"
 #include "gridfeed/feed/feeder.h"
 #include "gridfeed/feed/payload.h"
+#include "gridfeed/feed/run_length.h"
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/parallel/agree.h"
 #include "model.h"
@@ -43,6 +44,17 @@ struct Args {
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, 1);
   std::abort();
+}
+
+// An error every rank has (agreed): each prints it, all meet, and Run returns 1 on every rank
+// (the feeder is then destroyed on every rank at the same point).
+int Stop(const Status& agreed) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::fprintf(stderr, "toy_trainer: error (rank %d): %s\n", rank, agreed.ToString().c_str());
+  std::fflush(stderr);
+  MPI_Barrier(MPI_COMM_WORLD);
+  return 1;
 }
 
 // [B, S/cp] zigzag chunks of every CP rank -> [B, S]: chunk c of 2cp lives on rank c (first
@@ -123,18 +135,12 @@ int Run(const Args& a, const config::OptionFlags& flags) {
   const int64_t train_iters = options.run.train_iters;
   const int64_t save_interval = options.run.save_interval;
   auto opened = feed::Feeder::Open(options, MPI_COMM_WORLD);
-  if (!opened.ok()) {
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    std::fprintf(stderr, "toy_trainer: error (rank %d): %s\n", rank,
-                 opened.status().ToString().c_str());
-    std::fflush(stderr);
-    MPI_Barrier(MPI_COMM_WORLD);
-    return 1;
-  }
+  if (!opened.ok()) return Stop(opened.status());
   auto& feeder = **opened;
   const auto& g = feeder.grid();
   if (g.pp_size() > 2) Fail("the toy trainer supports 1 or 2 pipeline stages");
+  // The same answer on every rank (one schedule), so every rank stops here together.
+  if (Status fits = feed::CheckTrainItersFit(feeder, train_iters); !fits.ok()) return Stop(fits);
 
   ModelConfig mc;
   mc.seq_length = feeder.max_seq_length();  // position embeddings for the longest stage
@@ -174,11 +180,20 @@ int Run(const Args& a, const config::OptionFlags& flags) {
   const bool logger = last && g.tp_rank() == 0 && g.cp_rank() == 0 && g.dp_rank() == 0;
   FILE* log = nullptr;
   if (logger && !a.loss_log.empty()) log = std::fopen(a.loss_log.c_str(), "a");
+  // The ledger as `gridfeed run` and the Python Feeder open it: with the schedule history (an
+  // amended mixture resumes), refusing a fresh run into a non-empty folder, locked; a failure on
+  // any rank is the same error on every rank, which then ends together.
   std::unique_ptr<audit::LedgerWriter> ledger;
-  if (!options.run.ledger.empty() && g.is_reader() && g.first_stage() && g.cp_rank() == 0) {
-    auto w = audit::LedgerWriter::Open(options.run.ledger, g.dp_rank(), feeder.fingerprint(),
-                                       feeder.canonical_config(), feeder.schedule());
-    if (!w.ok()) Fail(w.status().ToString());
+  if (!options.run.ledger.empty()) {
+    auto w = audit::OpenJobLedger(
+        g.is_reader() && g.first_stage() && g.cp_rank() == 0, options.run.ledger, g.dp_rank(),
+        feeder.fingerprint(), feeder.canonical_config(), feeder.schedule(),
+        feeder.schedule_history(),
+        {!options.resume.resume_from.empty(), options.run.overwrite_ledger},
+        [&g](const Status& local) {
+          return parallel::AgreeOnStatus(g.world(), local, g.world_rank());
+        });
+    if (!w.ok()) return Stop(w.status());
     ledger = std::move(w).value();
   }
   const int64_t micro = feeder.num_microbatches_per_global_batch();

@@ -1,6 +1,9 @@
 #include "gridfeed/audit/ledger.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/order/read_schedule.h"
@@ -258,6 +261,118 @@ TEST(Ledger, FilesThatDisagreeOnAnAmendmentAreRefused) {
   auto v2 = ReadLedger(dir);
   ASSERT_FALSE(v2.ok());
   EXPECT_EQ(v2.status().code(), StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace gridfeed::audit
+
+namespace gridfeed::audit {
+namespace {
+
+LedgerStart Fresh(bool overwrite = false) { return {/*resumed=*/false, overwrite}; }
+
+std::string Records(const std::string& dir) {
+  auto l = ReadLedger(dir);
+  if (!l.ok()) return l.status().ToString();
+  std::string out;
+  for (const auto& e : l->entries) out += FormatRecord(e.record) + "\n";
+  return out;
+}
+
+// A fresh run (no resume) into a folder that holds a ledger would rewrite it from position 0:
+// refused, naming the folder and the flag, and nothing in the folder changes (also from a DP
+// rank whose own file does not exist yet).
+TEST(Ledger, FreshRunIntoANonEmptyLedgerIsRefused) {
+  const std::string dir = gridfeed::testing::ScratchDir("ledger_fresh");
+  {
+    auto w = LedgerWriter::Open(dir, 0, "00ff", "{}", Schedule(0), {}, Fresh());
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    for (int p = 0; p < 5; ++p) ASSERT_TRUE((*w)->Append(Rec(p)).ok());
+  }
+  const std::string before = io::ReadFileToString(dir + "/dp0.tsv").value();
+  for (int dp_rank : {0, 1}) {
+    auto again = LedgerWriter::Open(dir, dp_rank, "00ff", "{}", Schedule(0, 2), {}, Fresh());
+    ASSERT_FALSE(again.ok()) << dp_rank;
+    const std::string m = again.status().message();
+    EXPECT_NE(m.find("'" + dir + "'"), std::string::npos) << m;
+    EXPECT_NE(m.find("--overwrite-ledger"), std::string::npos) << m;
+  }
+  EXPECT_EQ(io::ReadFileToString(dir + "/dp0.tsv").value(), before);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/dp1.tsv"));
+  // A resume continues it.
+  auto resumed = LedgerWriter::Open(dir, 0, "00ff", "{}", Schedule(4));
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+}
+
+TEST(Ledger, OverwriteReplacesEveryFile) {
+  const std::string dir = gridfeed::testing::ScratchDir("ledger_overwrite");
+  {
+    // One job of four writers: all prepare, then all start (as OpenJobLedger does).
+    std::vector<std::unique_ptr<LedgerWriter>> job;
+    for (int r = 0; r < 4; ++r) {
+      auto w = LedgerWriter::Prepare(dir, r, "1111", "{\"seed\":1}", Schedule(0, 4), {}, Fresh());
+      ASSERT_TRUE(w.ok()) << w.status().ToString();
+      job.push_back(std::move(w).value());
+    }
+    for (int r = 0; r < 4; ++r) {
+      ASSERT_TRUE(job[r]->Start().ok());
+      ASSERT_TRUE(job[r]->Append(Rec(r)).ok());
+    }
+  }
+  // Another configuration at DP 1: dp0.tsv starts anew, dp1..dp3.tsv (no DP rank now) go.
+  {
+    auto w = LedgerWriter::Open(dir, 0, "2222", "{\"seed\":2}", Schedule(0), {}, Fresh(true));
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    ASSERT_TRUE((*w)->Append(Rec(0)).ok());
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/dp1.tsv"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/dp3.tsv"));
+  auto l = ReadLedger(dir);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ(l->fingerprint, "2222");
+  ASSERT_EQ(l->entries.size(), 1u);
+  ASSERT_EQ(l->segments.size(), 1u);
+}
+
+// Two jobs on one folder: the second writer of a file is refused while the first holds it,
+// naming the folder and the holder; the first job's records are all there.
+TEST(Ledger, ASecondJobOnTheFolderIsRefusedWhileTheFirstWrites) {
+  const std::string dir = gridfeed::testing::ScratchDir("ledger_lock");
+  auto first = LedgerWriter::Open(dir, 0, "00ff", "{}", Schedule(0), {}, Fresh());
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  for (int p = 0; p < 3; ++p) ASSERT_TRUE((*first)->Append(Rec(p)).ok());
+  for (LedgerStart start : {Fresh(true), LedgerStart{}}) {
+    auto second = LedgerWriter::Open(dir, 0, "00ff", "{}", Schedule(0), {}, start);
+    ASSERT_FALSE(second.ok());
+    const std::string m = second.status().message();
+    EXPECT_NE(m.find("ledger folder '" + dir + "' is in use"), std::string::npos) << m;
+    EXPECT_NE(m.find("pid " + std::to_string(::getpid())), std::string::npos) << m;
+  }
+  // DP rank 0 of a smaller job would trim dp1.tsv: it must hold that file's lock too.
+  auto other_rank = LedgerWriter::Open(dir, 1, "00ff", "{}", Schedule(0, 2), {}, Fresh());
+  ASSERT_TRUE(other_rank.ok()) << other_rank.status().ToString();
+  ASSERT_TRUE((*first)->Flush().ok());
+  first->reset();
+  auto after = LedgerWriter::Open(dir, 0, "00ff", "{}", Schedule(4), {}, LedgerStart{});
+  ASSERT_FALSE(after.ok()) << "dp1.tsv's writer still holds its lock";
+  EXPECT_NE(after.status().message().find("dp1.tsv.lock"), std::string::npos);
+  other_rank->reset();
+  after = LedgerWriter::Open(dir, 0, "00ff", "{}", Schedule(4), {}, LedgerStart{});
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  after->reset();
+  EXPECT_EQ(Records(dir),
+            FormatRecord(Rec(0)) + "\n" + FormatRecord(Rec(1)) + "\n" + FormatRecord(Rec(2)) + "\n")
+      << "the first job's records are all there";
+}
+
+// Prepare writes nothing: a job whose other writer is refused leaves the folder as it was.
+TEST(Ledger, PrepareWritesNothing) {
+  const std::string dir = gridfeed::testing::ScratchDir("ledger_prepare");
+  auto w = LedgerWriter::Prepare(dir, 0, "00ff", "{}", Schedule(0), {}, Fresh());
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_FALSE(std::filesystem::exists(dir + "/dp0.tsv"));
+  ASSERT_TRUE((*w)->Start().ok());
+  EXPECT_TRUE(std::filesystem::exists(dir + "/dp0.tsv"));
 }
 
 }  // namespace

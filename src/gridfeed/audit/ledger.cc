@@ -1,5 +1,7 @@
 #include "gridfeed/audit/ledger.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -207,19 +209,134 @@ std::string FilePath(const std::string& dir, int64_t dp_rank) {
   return dir + "/dp" + std::to_string(dp_rank) + ".tsv";
 }
 
+// Takes the exclusive lock of ledger file `file` (DIR/dp<r>.tsv) for as long as the returned
+// descriptor is open, and records this process in it; FailedPrecondition naming the folder and
+// the holder when another process has it.
+Result<int> LockLedgerFile(const std::string& dir, const std::string& file) {
+  const std::string lock = file + ".lock";
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) {
+    return IoError("cannot open the lock file '" + lock + "' of ledger folder '" + dir +
+                   "': " + std::strerror(errno));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char holder[256] = {0};
+    const ssize_t n = ::pread(fd, holder, sizeof(holder) - 1, 0);
+    ::close(fd);
+    std::string who(holder, n > 0 ? static_cast<size_t>(n) : 0);
+    while (!who.empty() && (who.back() == '\n' || who.back() == '\0')) who.pop_back();
+    if (err != EWOULDBLOCK) {
+      return IoError("cannot lock '" + lock + "' of ledger folder '" + dir +
+                     "': " + std::strerror(err));
+    }
+    return FailedPrecondition("ledger folder '" + dir + "' is in use by another job (" + lock +
+                              " is held by " + (who.empty() ? "another process" : who) +
+                              "); two jobs on one ledger folder would lose records: use another "
+                              "--ledger folder");
+  }
+  char host[256] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  const std::string me = "host " + std::string(host) + " pid " + std::to_string(::getpid()) + "\n";
+  // Best effort: the holder's name is for messages only.
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) < 0) {
+    (void)0;
+  }
+  return fd;
+}
+
+// A file holding anything at all (a header is already a ledger).
+bool NonEmpty(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  const auto size = std::filesystem::file_size(path, ec);
+  return !ec && size > 0;
+}
+
+// The dp<k>.tsv files of `dir` with their k.
+std::vector<std::pair<int64_t, std::string>> LedgerFiles(const std::string& dir) {
+  std::vector<std::pair<int64_t, std::string>> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    int64_t k = 0;
+    const std::string name = e.path().filename().string();
+    if (std::sscanf(name.c_str(), "dp%" SCNd64 ".tsv", &k) == 1 &&
+        name == "dp" + std::to_string(k) + ".tsv") {
+      out.push_back({k, e.path().string()});
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace
 
-Result<std::unique_ptr<LedgerWriter>> LedgerWriter::Open(
+struct LedgerWriter::Pending {
+  FileImage img;
+  bool append = false;   // this run's schedule line goes in (an amendment)
+  bool replace = false;  // --overwrite-ledger on a fresh run: the file starts anew
+  std::string header;    // what Start appends
+  // DP rank 0: the files of DP ranks the schedule no longer has (rewritten or, replacing,
+  // removed).
+  std::vector<std::pair<std::string, FileImage>> others;
+};
+
+LedgerWriter::LedgerWriter() = default;
+
+Result<std::unique_ptr<LedgerWriter>> LedgerWriter::Prepare(
     const std::string& dir, int dp_rank, const std::string& fingerprint,
     const std::string& canonical_config, const order::ReadSchedule& schedule,
-    const std::vector<ScheduleEntry>& history) {
+    const std::vector<ScheduleEntry>& history, LedgerStart start) {
   GRIDFEED_RETURN_IF_ERROR(io::MakeDirs(dir));
   std::unique_ptr<LedgerWriter> w(new LedgerWriter());
+  w->pending_ = std::make_unique<Pending>();
+  Pending& p = *w->pending_;
   w->path_ = FilePath(dir, dp_rank);
+  GRIDFEED_ASSIGN_OR_RETURN(const int own, LockLedgerFile(dir, w->path_));
+  w->locks_.push_back(own);
+  const int64_t dp_size = schedule.options().dp_size;
+  std::vector<std::string> others;  // DP rank 0: files beyond this run's DP ranks
+  if (dp_rank == 0) {
+    for (const auto& [k, path] : LedgerFiles(dir)) {
+      if (k < dp_size) continue;
+      GRIDFEED_ASSIGN_OR_RETURN(const int fd, LockLedgerFile(dir, path));
+      w->locks_.push_back(fd);
+      others.push_back(path);
+    }
+  }
+  if (!start.resumed) {
+    // A fresh run would rewrite the ledger from its start: the very mistake a ledger exists to
+    // catch (weights reloaded, the data cursor forgotten). Every writer looks at every file: no
+    // writer of this job has written yet (Start follows an agreement).
+    std::string found = NonEmpty(w->path_) ? w->path_ : "";
+    if (found.empty()) {
+      for (const auto& [k, path] : LedgerFiles(dir)) {
+        if (NonEmpty(path)) {
+          found = path;
+          break;
+        }
+      }
+    }
+    if (!found.empty() && !start.overwrite) {
+      return FailedPrecondition("ledger folder '" + dir + "' already holds a ledger ('" + found +
+                                "') and this run does not resume from a checkpoint: it would "
+                                "rewrite the ledger from position 0; resume with --resume, use "
+                                "another --ledger folder, or pass --overwrite-ledger to replace "
+                                "it");
+    }
+    if (!found.empty() || start.overwrite) {
+      p.replace = true;
+      for (const auto& path : others) p.others.push_back({path, FileImage()});
+      p.header = std::string(kLedgerFormatLine) + "\n" + std::string(kFingerprintPrefix) +
+                 fingerprint + "\n" + std::string(kConfigPrefix) + canonical_config + "\n" +
+                 kLedgerColumns + "\n" + FormatSegment(schedule.options()) + "\n";
+      return w;
+    }
+  }
   const auto [iteration, micro_batch] = schedule.Place(0);
   const int64_t from = schedule.options().start_consumed;
   const bool exists = std::filesystem::exists(w->path_);
-  FileImage img;
+  FileImage& img = p.img;
   if (exists) {
     GRIDFEED_ASSIGN_OR_RETURN(img, LoadTrimmed(w->path_, iteration, micro_batch, from));
   } else if (history.size() > 1 && std::filesystem::exists(FilePath(dir, 0))) {
@@ -230,10 +347,9 @@ Result<std::unique_ptr<LedgerWriter>> LedgerWriter::Open(
     });
     img.changed = true;
   }
-  bool append = false;
   GRIDFEED_RETURN_IF_ERROR(
-      CheckCompatible(w->path_, img, fingerprint, canonical_config, history, &append));
-  if (append && !img.lines.empty() && img.lines.front() != kAmendedFormatLine) {
+      CheckCompatible(w->path_, img, fingerprint, canonical_config, history, &p.append));
+  if (p.append && !img.lines.empty() && img.lines.front() != kAmendedFormatLine) {
     // Holds an amendment from now on (a version-1 file had no format line).
     if (img.lines.front().starts_with(kFormatPrefix)) {
       img.lines.front() = std::string(kAmendedFormatLine);
@@ -242,40 +358,83 @@ Result<std::unique_ptr<LedgerWriter>> LedgerWriter::Open(
     }
     img.changed = true;
   }
-  if (img.changed) GRIDFEED_RETURN_IF_ERROR(WriteImage(w->path_, img));
-  if (dp_rank == 0) {
-    // Files of DP ranks this run does not have: nobody else trims them.
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-      int64_t k = 0;
-      const std::string name = e.path().filename().string();
-      if (std::sscanf(name.c_str(), "dp%" SCNd64 ".tsv", &k) == 1 &&
-          name == "dp" + std::to_string(k) + ".tsv" && k >= schedule.options().dp_size) {
-        GRIDFEED_ASSIGN_OR_RETURN(auto other,
-                                  LoadTrimmed(e.path().string(), iteration, micro_batch, from));
-        bool unused = false;
-        GRIDFEED_RETURN_IF_ERROR(CheckCompatible(e.path().string(), other, fingerprint,
-                                                 canonical_config, history, &unused));
-        if (other.changed) GRIDFEED_RETURN_IF_ERROR(WriteImage(e.path().string(), other));
+  // Files of DP ranks this run does not have: nobody else trims them.
+  for (const auto& path : others) {
+    GRIDFEED_ASSIGN_OR_RETURN(auto other, LoadTrimmed(path, iteration, micro_batch, from));
+    bool unused = false;
+    GRIDFEED_RETURN_IF_ERROR(
+        CheckCompatible(path, other, fingerprint, canonical_config, history, &unused));
+    if (other.changed) p.others.push_back({path, std::move(other)});
+  }
+  if (img.lines.empty()) {
+    p.header = std::string(kLedgerFormatLine) + "\n" + std::string(kFingerprintPrefix) +
+               fingerprint + "\n" + std::string(kConfigPrefix) + canonical_config + "\n" +
+               kLedgerColumns + "\n";
+  } else if (p.append) {
+    p.header = FormatScheduleLine(history.back().position, fingerprint) + "\n" +
+               std::string(kConfigPrefix) + canonical_config + "\n";
+  }
+  p.header += FormatSegment(schedule.options()) + "\n";
+  return w;
+}
+
+Status LedgerWriter::Start() {
+  if (!pending_) return FailedPrecondition("ledger '" + path_ + "' was started already");
+  const Pending& p = *pending_;
+  if (p.replace || p.img.changed) GRIDFEED_RETURN_IF_ERROR(WriteImage(path_, p.img));
+  for (const auto& [path, img] : p.others) {
+    if (p.replace) {
+      std::error_code ec;
+      if (!std::filesystem::remove(path, ec) && ec) {
+        return IoError("cannot remove ledger '" + path + "': " + ec.message());
       }
+    } else {
+      GRIDFEED_RETURN_IF_ERROR(WriteImage(path, img));
     }
   }
-  w->file_ = std::fopen(w->path_.c_str(), "a");
-  if (w->file_ == nullptr) {
-    return IoError("cannot open ledger '" + w->path_ + "': " + std::strerror(errno));
+  file_ = std::fopen(path_.c_str(), "a");
+  if (file_ == nullptr) {
+    return IoError("cannot open ledger '" + path_ + "': " + std::strerror(errno));
   }
-  std::string header;
-  if (img.lines.empty()) {
-    header = std::string(kLedgerFormatLine) + "\n" + std::string(kFingerprintPrefix) + fingerprint +
-             "\n" + std::string(kConfigPrefix) + canonical_config + "\n" + kLedgerColumns + "\n";
-  } else if (append) {
-    header = FormatScheduleLine(history.back().position, fingerprint) + "\n" +
-             std::string(kConfigPrefix) + canonical_config + "\n";
+  if (std::fputs(p.header.c_str(), file_) == EOF) {
+    return IoError("cannot write ledger '" + path_ + "': " + std::strerror(errno));
   }
-  header += FormatSegment(schedule.options()) + "\n";
-  if (std::fputs(header.c_str(), w->file_) == EOF) {
-    return IoError("cannot write ledger '" + w->path_ + "': " + std::strerror(errno));
+  pending_.reset();
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<LedgerWriter>> LedgerWriter::Open(const std::string& dir, int dp_rank,
+                                                         const std::string& fingerprint,
+                                                         const std::string& canonical_config,
+                                                         const order::ReadSchedule& schedule,
+                                                         const std::vector<ScheduleEntry>& history,
+                                                         LedgerStart start) {
+  GRIDFEED_ASSIGN_OR_RETURN(
+      auto w, Prepare(dir, dp_rank, fingerprint, canonical_config, schedule, history, start));
+  GRIDFEED_RETURN_IF_ERROR(w->Start());
+  return w;
+}
+
+Result<std::unique_ptr<LedgerWriter>> OpenJobLedger(
+    bool writes, const std::string& dir, int dp_rank, const std::string& fingerprint,
+    const std::string& canonical_config, const order::ReadSchedule& schedule,
+    const std::string& schedule_history, LedgerStart start,
+    const std::function<Status(const Status&)>& agree) {
+  std::unique_ptr<LedgerWriter> w;
+  Status prepared;
+  if (writes) {
+    auto history = ParseScheduleHistory(schedule_history);
+    auto r = history.ok() ? LedgerWriter::Prepare(dir, dp_rank, fingerprint, canonical_config,
+                                                  schedule, *history, start)
+                          : Result<std::unique_ptr<LedgerWriter>>(history.status());
+    if (r.ok()) {
+      w = std::move(r).value();
+    } else {
+      prepared = r.status();
+    }
   }
+  GRIDFEED_RETURN_IF_ERROR(agree(prepared));
+  GRIDFEED_RETURN_IF_ERROR(agree(w ? w->Start() : Status::Ok()));
   return w;
 }
 
@@ -284,6 +443,7 @@ LedgerWriter::~LedgerWriter() {
     (void)Flush();
     std::fclose(file_);
   }
+  for (int fd : locks_) ::close(fd);  // releases the locks
 }
 
 Status LedgerWriter::Append(const LedgerRecord& r) {

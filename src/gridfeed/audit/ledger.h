@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -59,14 +60,42 @@ struct ScheduleEntry {
 // The entries of a schedule_history JSON list; "" gives none. DataLoss for anything else.
 Result<std::vector<ScheduleEntry>> ParseScheduleHistory(const std::string& json);
 
+// How a run meets what its ledger folder already holds.
+struct LedgerStart {
+  // The run continues a checkpoint (--resume): its files continue, trimmed from the cursor on.
+  // Otherwise (a fresh run) a folder holding a non-empty dp<r>.tsv is refused, unless
+  // `overwrite` (--overwrite-ledger): then every file of the folder starts anew.
+  bool resumed = true;
+  bool overwrite = false;
+};
+
+// The ledger files of one job. Every write to DIR/dp<r>.tsv happens under an exclusive flock of
+// DIR/dp<r>.tsv.lock (it names the holder's host and pid), held from Prepare to destruction,
+// so a second job on the folder is refused instead of losing the first one's records.
 class LedgerWriter {
  public:
-  // Creates DIR/dp<dp_rank>.tsv with its header, or appends to it, then writes the segment line
-  // of `schedule`. Records the schedule reads again (from its first step's iteration and
-  // micro-batch on: what a crashed or older run read after the checkpoint resumed from,
-  // including a torn last line) are dropped first, atomically, so the ledger holds each read
-  // once, and so are schedule lines from the resume position on; DP rank 0 does the same for
-  // the files of DP ranks the schedule no longer has.
+  // Phase 1 of opening; writes no ledger file. Creates DIR, locks DIR/dp<dp_rank>.tsv (DP rank 0
+  // also the files of DP ranks the schedule no longer has) and checks what the files hold:
+  // FailedPrecondition naming the folder and the holder when another process holds a lock;
+  // naming the folder and --overwrite-ledger for a fresh run (start.resumed false) into a
+  // non-empty ledger; as Open describes for a file of another configuration.
+  static Result<std::unique_ptr<LedgerWriter>> Prepare(const std::string& dir, int dp_rank,
+                                                       const std::string& fingerprint,
+                                                       const std::string& canonical_config,
+                                                       const order::ReadSchedule& schedule,
+                                                       const std::vector<ScheduleEntry>& history,
+                                                       LedgerStart start);
+  // Phase 2, once, after every writer of the job prepared (agreed in between, so a refused run
+  // writes nothing anywhere): rewrites the trimmed files, then writes the header (new file) or
+  // schedule line (amendment) and the segment line.
+  Status Start();
+
+  // Prepare + Start. Creates DIR/dp<dp_rank>.tsv with its header, or appends to it, then writes
+  // the segment line of `schedule`. Records the schedule reads again (from its first step's
+  // iteration and micro-batch on: what a crashed or older run read after the checkpoint resumed
+  // from, including a torn last line) are dropped first, atomically, so the ledger holds each
+  // read once, and so are schedule lines from the resume position on; DP rank 0 does the same
+  // for the files of DP ranks the schedule no longer has.
   // Without `history` (not a mixture) an existing file must have `fingerprint`. With it (the
   // run's schedule_history, its last entry this run's schedule), the file's schedules must be
   // entries of the history (same position and schedule text, the rest of the configuration
@@ -78,16 +107,32 @@ class LedgerWriter {
                                                     const std::string& fingerprint,
                                                     const std::string& canonical_config,
                                                     const order::ReadSchedule& schedule,
-                                                    const std::vector<ScheduleEntry>& history = {});
+                                                    const std::vector<ScheduleEntry>& history = {},
+                                                    LedgerStart start = {});
   ~LedgerWriter();
   Status Append(const LedgerRecord& r);
   Status Flush();  // fflush + fsync
 
  private:
-  LedgerWriter() = default;
+  struct Pending;  // what Prepare found and Start writes
+  LedgerWriter();
   FILE* file_ = nullptr;
   std::string path_;
+  std::vector<int> locks_;  // descriptors of the held lock files
+  std::unique_ptr<Pending> pending_;
 };
+
+// The ledger of a training job (gridfeed run, the toy trainer, the Python Feeder), one call on
+// every rank: `writes` on the rank that writes DP rank `dp_rank`'s file (first-stage reader of
+// CP rank 0), `schedule_history` the feeder's (JSON, empty without a mixture). `agree` is the
+// job's agreement (parallel::AgreeOnStatus over the world); it is called exactly twice on
+// every rank, after every writer prepared and after every writer started, so every rank
+// returns the same status. nullptr on the ranks that do not write.
+Result<std::unique_ptr<LedgerWriter>> OpenJobLedger(
+    bool writes, const std::string& dir, int dp_rank, const std::string& fingerprint,
+    const std::string& canonical_config, const order::ReadSchedule& schedule,
+    const std::string& schedule_history, LedgerStart start,
+    const std::function<Status(const Status&)>& agree);
 
 struct Ledger {
   int version = 0;

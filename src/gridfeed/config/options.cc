@@ -161,6 +161,15 @@ const std::vector<OptionRow>& Table() {
        {},
        nullptr,
        true},
+      {"testing-fail-read-position",
+       G::kFeed,
+       C::kNo,
+       "tests only: reading this position fails on its readers (-1 = off)",
+       GF_FIELD(feed.testing_fail_read_position),
+       {},
+       {},
+       nullptr,
+       true},
       {"testing-ranks-per-node",
        G::kFeed,
        C::kNo,
@@ -194,6 +203,9 @@ const std::vector<OptionRow>& Table() {
        GF_FIELD(run.save_interval)},
       {"ledger", G::kRun, C::kNo, "Append one record per sample to DIR/dp<r>.tsv",
        GF_FIELD(run.ledger)},
+      {"overwrite-ledger", G::kRun, C::kNo,
+       "A run without --resume replaces what the --ledger folder holds (refused otherwise)",
+       GF_FIELD(run.overwrite_ledger)},
   };
   return rows;
 }

@@ -93,6 +93,9 @@ struct FeedOptions {
   int64_t prefetch_depth = 4;           // micro-batches assembled ahead on each reader
   bool device_broadcast = false;        // TP broadcast over NCCL from GPU memory
   int64_t testing_fail_open_rank = -1;  // tests only: this world rank fails to open its stores
+  // Tests only: a reader assembling this position of the split read fails with an IoError (the
+  // read path's error channel); -1 = off.
+  int64_t testing_fail_read_position = -1;
   // Tests only, on one machine: split the ranks into simulated nodes of this many consecutive
   // world ranks (their own shared windows and leaders); 0 = the real nodes.
   int64_t testing_ranks_per_node = 0;
@@ -109,6 +112,8 @@ struct RunOptions {
   int64_t train_iters = 10;
   int64_t save_interval = 0;  // iterations between checkpoints; 0 = only at the end
   std::string ledger;         // folder of the per-DP-rank ledger files
+  // A run that does not resume may replace a non-empty ledger folder (refused otherwise).
+  bool overwrite_ledger = false;
 };
 
 struct JobOptions {

@@ -82,12 +82,17 @@ struct Feeder::Impl {
   std::mutex mu;
   std::condition_variable cv;
   struct Prefetched {
+    // A read error of this step (then the thread has stopped and nothing follows).
+    Status status;
     std::vector<std::byte> payload;
     std::vector<order::SampleRecord> records;
   };
   std::deque<Prefetched> ready;
   bool keeps_records = false;  // first-stage reader of CP rank 0
   bool stop = false;
+  // The first error Next() returned (read error, TP broadcast): every later Next() returns it
+  // (the prefetch thread has stopped, so nothing else would come).
+  Status failed;
 
   // The phases of Open, in order; each is collective on the world and returns the same status
   // on every rank.
@@ -106,12 +111,15 @@ struct Feeder::Impl {
   Status OpenDevicePath();
   void StartPrefetch();
 
-  // Assembles the payload of one step on a reader.
-  void Assemble(const order::StepBatch& batch, std::vector<std::byte>* out,
-                std::vector<order::SampleRecord>* records, order::AssemblyScratch* scratch) const;
+  // Assembles the payload of one step on a reader; the first read error.
+  Status Assemble(const order::StepBatch& batch, std::vector<std::byte>* out,
+                  std::vector<order::SampleRecord>* records, order::AssemblyScratch* scratch) const;
   // Runs on the prefetch thread (never reads next_step, which the trainer's thread advances).
   void Prefetch();
   Prefetched Take();
+  // Collective on the TP group (none with TP 1): TP rank 0's read status, status first, so a
+  // reader's read error reaches its peers instead of data. Returns it (sticky in `failed`).
+  Status ShareReadStatus(Status* read);
 
   ~Impl() {
     if (worker.joinable()) {
@@ -233,9 +241,9 @@ Status Feeder::Impl::Resume() {
         ScheduleHistoryEntry(nlohmann::json::array(), consumed, options.data.mixture_schedule);
   }
   if (options.resume.resume_from.empty()) return Status::Ok();
-  Status checked;
   int64_t point[2] = {0, 0};  // consumed, iteration
-  if (g.world_rank() == 0) {
+  // Rank 0 reads and checks the cursor; an amended schedule rebuilds the saved order (SamePast).
+  auto check = [&]() -> Status {
     checkpoint::ResumeRequest now;
     now.path = options.resume.resume_from;
     now.fingerprint = fingerprint;
@@ -247,6 +255,8 @@ Status Feeder::Impl::Resume() {
     now.order_depends_on_geometry = options.data.dataloader_type == "cyclic";
     now.token_store_facts = store_facts;
     now.allow_schedule_change = options.resume.allow_schedule_change;
+    // The single sampler stops at the split's end: a cursor past it is no run's.
+    if (options.data.dataloader_type != "cyclic") now.max_consumed = split_length;
     now.check_same_past = [this](const checkpoint::Cursor& saved) { return SamePast(saved); };
     auto cursor = checkpoint::ReadCursor(options.resume.resume_from);
     auto resumed = cursor.ok() ? checkpoint::CheckResume(*cursor, now)
@@ -270,7 +280,22 @@ Status Feeder::Impl::Resume() {
         }
       }
     } else {
-      checked = resumed.status();
+      return resumed.status();
+    }
+    return Status::Ok();
+  };
+  Status checked;
+  if (g.world_rank() == 0) {
+    // Rank 0's failures, allocation and JSON included, must reach the broadcast below: the
+    // other ranks are waiting in it (as in BuildAndShareTables).
+    try {
+      checked = check();
+    } catch (const std::bad_alloc&) {
+      checked = Internal("out of memory while checking the checkpoint '" +
+                         options.resume.resume_from + "' (rebuilding its order)");
+    } catch (const std::exception& e) {
+      checked = Internal("while checking the checkpoint '" + options.resume.resume_from +
+                         "': " + e.what());
     }
   }
   GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastStatus(g.world(), 0, checked.WithContext("rank 0")));
@@ -514,9 +539,9 @@ void Feeder::Impl::StartPrefetch() {
   if (g.is_reader()) worker = std::thread([this] { Prefetch(); });
 }
 
-void Feeder::Impl::Assemble(const order::StepBatch& batch, std::vector<std::byte>* out,
-                            std::vector<order::SampleRecord>* records,
-                            order::AssemblyScratch* scratch) const {
+Status Feeder::Impl::Assemble(const order::StepBatch& batch, std::vector<std::byte>* out,
+                              std::vector<order::SampleRecord>* records,
+                              order::AssemblyScratch* scratch) const {
   const parallel::Grid& g = *grid;
   records->clear();
   const PayloadLayout at =
@@ -529,6 +554,10 @@ void Feeder::Impl::Assemble(const order::StepBatch& batch, std::vector<std::byte
     order::FieldTargets targets = at.Targets(out, i);
     targets.cp_size = g.cp_size();
     targets.cp_rank = g.cp_rank();
+    if (position == options.feed.testing_fail_read_position) {
+      return IoError("cannot read sample " + std::to_string(position) + " of the " +
+                     options.feed.split_name + " split (injected by test)");
+    }
     order::SampleRecord r = view->ReadFields(split, position, targets,
                                              /*hash_tokens=*/keeps_records, scratch);
     if (keeps_records) {
@@ -542,15 +571,33 @@ void Feeder::Impl::Assemble(const order::StepBatch& batch, std::vector<std::byte
     at.Put(out, PayloadLayout::kSourceIds, i, &r.dataset, 1);
     at.Put(out, PayloadLayout::kSamplePositions, i, &position, 1);
   }
+  return Status::Ok();
 }
 
+// A read error (or an exception: allocation, a library's) ends the walk with an error item, so
+// Next() returns it instead of waiting for a step that never comes, and never std::terminate.
 void Feeder::Impl::Prefetch() {
   auto walker = schedule->Walk(grid->dp_rank());
   order::StepBatch batch;
   order::AssemblyScratch scratch;
-  while (walker.Next(&batch)) {
+  for (;;) {
     Prefetched item;
-    Assemble(batch, &item.payload, &item.records, &scratch);
+    try {
+      if (!walker.Next(&batch)) return;
+      item.status = Assemble(batch, &item.payload, &item.records, &scratch);
+    } catch (const std::bad_alloc&) {
+      item.status = Internal("out of memory while assembling a micro-batch");
+    } catch (const std::exception& e) {
+      item.status = Internal(std::string("while assembling a micro-batch: ") + e.what());
+    } catch (...) {
+      item.status = Internal("an unknown exception while assembling a micro-batch");
+    }
+    const bool failed = !item.status.ok();
+    if (failed) {
+      item.status =
+          item.status.WithContext("reader world rank " + std::to_string(grid->world_rank()) + " (" +
+                                  grid->Describe() + ")");
+    }
     std::unique_lock lock(mu);
     cv.wait(lock, [&] {
       return stop || static_cast<int64_t>(ready.size()) < options.feed.prefetch_depth;
@@ -558,6 +605,7 @@ void Feeder::Impl::Prefetch() {
     if (stop) return;
     ready.push_back(std::move(item));
     cv.notify_all();
+    if (failed) return;
   }
 }
 
@@ -568,6 +616,15 @@ Feeder::Impl::Prefetched Feeder::Impl::Take() {
   ready.pop_front();
   cv.notify_all();
   return payload;
+}
+
+Status Feeder::Impl::ShareReadStatus(Status* read) {
+  if (grid->tp_size() > 1) {
+    Status shared = parallel::BroadcastStatus(grid->tp_comm(), 0, *read);
+    *read = shared;
+  }
+  if (!read->ok()) failed = *read;
+  return *read;
 }
 
 Feeder::Feeder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -686,6 +743,7 @@ bool Feeder::holds_tables() const { return !impl_->image->bytes().empty(); }
 Result<MicroBatch> Feeder::Next() {
   Impl& im = *impl_;
   const parallel::Grid& g = *im.grid;
+  if (!im.failed.ok()) return im.failed;
   if (im.next_step >= im.schedule->num_steps()) {
     return OutOfRange("the " + im.options.feed.split_name + " split is exhausted after " +
                       std::to_string(im.consumed) + " consumed samples (" +
@@ -703,13 +761,18 @@ Result<MicroBatch> Feeder::Next() {
   if (im.device_bcast) {
     // Device path: TP rank 0 stages the payload in the pinned buffer, every TP rank ends with
     // it in device memory; the host fields stay empty.
+    Status read;
     if (g.tp_rank() == 0) {
       auto item = im.Take();
-      std::memcpy(im.device_bcast->host_buffer(), item.payload.data(), layout.total_bytes);
+      read = item.status;
+      if (read.ok()) {
+        std::memcpy(im.device_bcast->host_buffer(), item.payload.data(), layout.total_bytes);
+      }
       mb.records = std::move(item.records);
     }
-    GRIDFEED_RETURN_IF_ERROR(
-        im.device_bcast->Broadcast(layout.total_bytes).WithContext("device broadcast"));
+    GRIDFEED_RETURN_IF_ERROR(im.ShareReadStatus(&read));
+    Status sent = im.device_bcast->Broadcast(layout.total_bytes).WithContext("device broadcast");
+    if (!sent.ok()) return im.failed = sent;
     mb.has_inputs = layout.has_inputs;
     mb.has_targets = layout.has_targets;
     mb.device_payload = im.device_bcast->device_buffer();
@@ -717,15 +780,18 @@ Result<MicroBatch> Feeder::Next() {
     return mb;
   }
   std::vector<std::byte> payload;
+  Status read;
   if (g.tp_rank() == 0) {
     auto item = im.Take();
+    read = item.status;
     payload = std::move(item.payload);
     mb.records = std::move(item.records);
-  } else {
-    payload.assign(layout.total_bytes, std::byte{0});
   }
+  GRIDFEED_RETURN_IF_ERROR(im.ShareReadStatus(&read));
+  if (g.tp_rank() != 0) payload.assign(layout.total_bytes, std::byte{0});
   if (g.tp_size() > 1) {
-    GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastBytes(g.tp_comm(), 0, payload));
+    Status sent = parallel::BroadcastBytes(g.tp_comm(), 0, payload);
+    if (!sent.ok()) return im.failed = sent.WithContext("TP broadcast");
   }
   layout.Unpack(payload, &mb);
   return mb;

@@ -45,9 +45,9 @@ Status BroadcastString(MPI_Comm comm, int root, std::string* s) {
 Status BroadcastStatus(MPI_Comm comm, int root, const Status& status) {
   int code = static_cast<int>(status.code());
   GRIDFEED_RETURN_IF_ERROR(MpiStatus(MPI_Bcast(&code, 1, MPI_INT, root, comm), "MPI_Bcast"));
+  if (code == 0) return Status::Ok();  // every rank knows: no message follows
   std::string message = status.message();
   GRIDFEED_RETURN_IF_ERROR(BroadcastString(comm, root, &message));
-  if (code == 0) return Status::Ok();
   return Status(static_cast<StatusCode>(code), message);
 }
 

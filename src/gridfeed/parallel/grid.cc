@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gridfeed/core/log.h"
+#include "gridfeed/parallel/agree.h"
 
 namespace gridfeed::parallel {
 namespace {
@@ -47,7 +48,9 @@ bool RankToCoordinates(int rank, const GridSizes& s, int dp, int* tp_rank, int* 
 
 Result<std::unique_ptr<Grid>> Grid::Create(MPI_Comm comm, const GridSizes& s) {
   std::unique_ptr<Grid> g(new Grid());
-  MPI_Comm_dup(comm, &g->world_);
+  // A failed dup (collective) is the same on every rank of `comm` in practice; nothing to agree
+  // over without a communicator.
+  GRIDFEED_RETURN_IF_ERROR(MpiStatus(MPI_Comm_dup(comm, &g->world_), "MPI_Comm_dup"));
   MPI_Comm_set_errhandler(g->world_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(g->world_, &g->world_rank_);
   MPI_Comm_size(g->world_, &g->world_size_);
@@ -84,14 +87,23 @@ Result<std::unique_ptr<Grid>> Grid::Create(MPI_Comm comm, const GridSizes& s) {
     }
     return v;
   };
-  MPI_Comm_split(g->world_, color(0), g->tp_rank_, &g->tp_comm_);
-  MPI_Comm_split(g->world_, color(1), g->cp_rank_, &g->cp_comm_);
-  MPI_Comm_split(g->world_, color(2), g->dp_rank_, &g->dp_comm_);
-  MPI_Comm_split(g->world_, color(3), g->pp_rank_, &g->pp_comm_);
-  MPI_Comm_split(g->world_, g->is_reader() ? 0 : MPI_UNDEFINED, g->world_rank_, &g->reader_comm_);
+  // Every split is made on every rank whatever an earlier one returned (they are collective);
+  // the first failure is then agreed, so every rank returns the same error.
+  Status made;
+  auto split = [&](int colour, int key, MPI_Comm* out, const char* name) {
+    const Status st = MpiStatus(MPI_Comm_split(g->world_, colour, key, out), name);
+    if (made.ok() && !st.ok()) made = st;
+  };
+  split(color(0), g->tp_rank_, &g->tp_comm_, "MPI_Comm_split(tp)");
+  split(color(1), g->cp_rank_, &g->cp_comm_, "MPI_Comm_split(cp)");
+  split(color(2), g->dp_rank_, &g->dp_comm_, "MPI_Comm_split(dp)");
+  split(color(3), g->pp_rank_, &g->pp_comm_, "MPI_Comm_split(pp)");
+  split(g->is_reader() ? 0 : MPI_UNDEFINED, g->world_rank_, &g->reader_comm_,
+        "MPI_Comm_split(readers)");
   for (MPI_Comm c : {g->tp_comm_, g->cp_comm_, g->dp_comm_, g->pp_comm_, g->reader_comm_}) {
     if (c != MPI_COMM_NULL) MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
   }
+  GRIDFEED_RETURN_IF_ERROR(AgreeOnStatus(g->world_, made, g->world_rank_));
   return g;
 }
 

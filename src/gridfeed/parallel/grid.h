@@ -25,8 +25,9 @@ struct GridSizes {
 
 class Grid {
  public:
-  // Collective on `comm`. InvalidArgument (the same on every rank) if the sizes do not divide
-  // the communicator or the order is not a permutation of tp, cp, ep, dp, pp.
+  // Collective on `comm`. An MPI failure of a communicator split is agreed: the same error on
+  // every rank, naming the rank and the call. InvalidArgument (the same on every rank) if the sizes
+  // do not divide the communicator or the order is not a permutation of tp, cp, ep, dp, pp.
   static Result<std::unique_ptr<Grid>> Create(MPI_Comm comm, const GridSizes& sizes);
   ~Grid();
   Grid(const Grid&) = delete;

@@ -44,18 +44,30 @@ Result<std::unique_ptr<SharedImage>> SharedImage::Distribute(const Grid& grid,
   if (grid.is_reader()) {
     int reader_rank = 0;
     MPI_Comm_rank(grid.reader_comm(), &reader_rank);
+    // The splits are collective over the readers: all made, their failures agreed.
+    Status split;
     if (nodes.ranks_per_node > 0) {
-      MPI_Comm_split(grid.reader_comm(), grid.world_rank() / nodes.ranks_per_node, reader_rank,
-                     &st->node_comm_);
+      split = MpiStatus(MPI_Comm_split(grid.reader_comm(), grid.world_rank() / nodes.ranks_per_node,
+                                       reader_rank, &st->node_comm_),
+                        "MPI_Comm_split(node)");
     } else {
-      MPI_Comm_split_type(grid.reader_comm(), MPI_COMM_TYPE_SHARED, reader_rank, MPI_INFO_NULL,
-                          &st->node_comm_);
+      split = MpiStatus(MPI_Comm_split_type(grid.reader_comm(), MPI_COMM_TYPE_SHARED, reader_rank,
+                                            MPI_INFO_NULL, &st->node_comm_),
+                        "MPI_Comm_split_type(node)");
+    }
+    split = AgreeOnStatus(grid.reader_comm(), split, grid.world_rank());
+    if (!split.ok()) {
+      // The readers agree; the other ranks learn it in the world agreement they wait in.
+      GRIDFEED_RETURN_IF_ERROR(AgreeOnStatus(world, split, grid.world_rank()));
     }
     int node_rank = 0;
     MPI_Comm_rank(st->node_comm_, &node_rank);
     MPI_Comm_size(st->node_comm_, &st->readers_on_node_);
-    MPI_Comm_split(grid.reader_comm(), node_rank == 0 ? 0 : MPI_UNDEFINED, reader_rank,
-                   &st->leaders_comm_);
+    split = MpiStatus(MPI_Comm_split(grid.reader_comm(), node_rank == 0 ? 0 : MPI_UNDEFINED,
+                                     reader_rank, &st->leaders_comm_),
+                      "MPI_Comm_split(leaders)");
+    split = AgreeOnStatus(grid.reader_comm(), split, grid.world_rank());
+    if (!split.ok()) GRIDFEED_RETURN_IF_ERROR(AgreeOnStatus(world, split, grid.world_rank()));
     const MPI_Aint size = node_rank == 0 ? static_cast<MPI_Aint>(header[0]) : 0;
     std::byte* base = nullptr;
     MPI_Info info;
@@ -70,7 +82,14 @@ Result<std::unique_ptr<SharedImage>> SharedImage::Distribute(const Grid& grid,
     if (local.ok()) {
       MPI_Aint leader_size = 0;
       int disp = 0;
-      MPI_Win_shared_query(st->window_, 0, &leader_size, &disp, &base);
+      // The leader's segment: a failure anywhere is agreed before anyone touches `base`.
+      local =
+          AgreeOnStatus(grid.reader_comm(),
+                        MpiStatus(MPI_Win_shared_query(st->window_, 0, &leader_size, &disp, &base),
+                                  "MPI_Win_shared_query"),
+                        grid.world_rank());
+    }
+    if (local.ok()) {
       st->node_bytes_ = header[0];
       if (node_rank == 0) {
         int node = 0;
@@ -99,13 +118,18 @@ Result<std::unique_ptr<SharedImage>> SharedImage::Distribute(const Grid& grid,
         }
         // What each node's window serves, for reports (on every leader, whatever happened).
         if (grid.world_rank() == 0) st->readers_per_node_.assign(num_nodes, 0);
-        MPI_Gather(&st->readers_on_node_, 1, MPI_INT, st->readers_per_node_.data(), 1, MPI_INT, 0,
-                   st->leaders_comm_);
+        const Status gathered =
+            MpiStatus(MPI_Gather(&st->readers_on_node_, 1, MPI_INT, st->readers_per_node_.data(), 1,
+                                 MPI_INT, 0, st->leaders_comm_),
+                      "MPI_Gather(readers per node)");
+        if (local.ok()) local = gathered;
       }
       // Peers read only after the leader filled the window (they sleep while it writes).
       const Status filled = SleepyBarrier(st->node_comm_);
       if (local.ok()) local = filled;
-      MPI_Bcast(&header[1], 1, MPI_UINT64_T, 0, st->node_comm_);
+      const Status told = MpiStatus(MPI_Bcast(&header[1], 1, MPI_UINT64_T, 0, st->node_comm_),
+                                    "MPI_Bcast(node digest)");
+      if (local.ok()) local = told;
       st->digest_ = header[1];
       st->bytes_ = std::span<const std::byte>(base, header[0]);
     }

@@ -251,20 +251,18 @@ class PyFeeder {
     const auto& o = feeder_->options();
     if (o.run.ledger.empty()) return Status::Ok();
     const auto& g = feeder_->grid();
-    Status opened;
-    if (g.is_reader() && g.first_stage() && g.cp_rank() == 0) {
-      auto history = audit::ParseScheduleHistory(feeder_->schedule_history());
-      auto w = history.ok() ? audit::LedgerWriter::Open(
-                                  o.run.ledger, g.dp_rank(), feeder_->fingerprint(),
-                                  feeder_->canonical_config(), feeder_->schedule(), *history)
-                            : Result<std::unique_ptr<audit::LedgerWriter>>(history.status());
-      if (w.ok()) {
-        ledger_ = std::move(w).value();
-      } else {
-        opened = w.status();
-      }
-    }
-    return parallel::AgreeOnStatus(g.world(), opened, g.world_rank());
+    // As gridfeed run and the toy trainer: a fresh run into a non-empty ledger is refused
+    // (overwrite_ledger=True replaces it), the folder is locked, failures agreed.
+    auto w = audit::OpenJobLedger(
+        g.is_reader() && g.first_stage() && g.cp_rank() == 0, o.run.ledger, g.dp_rank(),
+        feeder_->fingerprint(), feeder_->canonical_config(), feeder_->schedule(),
+        feeder_->schedule_history(), {!o.resume.resume_from.empty(), o.run.overwrite_ledger},
+        [&g](const Status& local) {
+          return parallel::AgreeOnStatus(g.world(), local, g.world_rank());
+        });
+    if (!w.ok()) return w.status();
+    ledger_ = std::move(w).value();
+    return Status::Ok();
   }
 
   // Collective on the world: the ledger's lines are durable on every rank that writes one.
