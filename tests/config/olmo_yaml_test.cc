@@ -6,6 +6,7 @@
 
 #include <fstream>
 
+#include "gridfeed/config/canonical.h"
 #include "gridfeed/config/flags.h"
 
 namespace gridfeed::config {
@@ -36,7 +37,7 @@ TEST(OlmoYaml, MapsTheDataKeysWithOlmosDefaults) {
       "device_train_microbatch_size: 2\noptimizer: {learning_rate: 0.1}\n"
       "model: {d_model: 64, max_sequence_length: 128, eos_token_id: 7, pad_token_id: 3}\n"
       "data: {paths: [b.npy, a.npy], label_mask_paths: [b.m, a.m], memmap_dtype: uint32,\n"
-      "       drop_last: true, num_workers: 3, num_threads: 2, pin_memory: true,\n"
+      "       drop_last: true, num_workers: 3, pin_memory: true,\n"
       "       generate_attention_mask: true, instance_filter: {repetition_max_count: 9}}\n");
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   const DataOptions& d = o->data;
@@ -119,6 +120,121 @@ TEST(OlmoYaml, DeviceBatchSizeIsChecked) {
   auto wrong = ValidateGrid(*o, 4);
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.status().message().find("--device-train-batch-size"), std::string::npos);
+}
+
+// Issue 22.1: OLMo's trainer splits a device batch into chunks of at most
+// device_train_microbatch_size (default 16), the last one smaller; it never refuses one.
+TEST(OlmoYaml, TheDefaultMicroBatchNeedNotDivideTheDeviceBatch) {
+  auto o =
+      Load("global_train_batch_size: 8\ndata: {paths: [a.npy]}\nmodel: {max_sequence_length: 8}\n");
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->batch.micro_batch_size, 16);  // OLMo's default, as requested
+  EXPECT_TRUE(ValidateGrid(*o, 2).ok());     // device batch 4: one chunk of 4
+  auto odd = Load(
+      "global_train_batch_size: 40\ndevice_train_microbatch_size: 16\n"
+      "data: {paths: [a.npy]}\nmodel: {max_sequence_length: 8}\n");
+  ASSERT_TRUE(odd.ok());
+  auto dp = ValidateGrid(*odd, 1);  // chunks 16, 16, 8
+  EXPECT_TRUE(dp.ok()) << dp.status().ToString();
+  // The feeder reads micro-batches of one size that tile OLMo's chunks.
+  EXPECT_EQ(FeederMicroBatchSize(*o, 2), 4);
+  EXPECT_EQ(FeederMicroBatchSize(*odd, 1), 8);
+  EXPECT_EQ(FeederMicroBatchSize(*odd, 2), 4);  // device batch 20: chunks 16, 4
+  EXPECT_EQ(OlmoFeederMicroBatch(16, 64), 16);
+  EXPECT_EQ(OlmoFeederMicroBatch(16, 17), 1);
+  EXPECT_EQ(OlmoFeederMicroBatch(6, 4), 4);
+}
+
+// Issue 22.4: a key that is not OLMo's is an error naming it and the nearest valid key.
+TEST(OlmoYaml, UnknownKeysAreErrorsWithTheNearestKey) {
+  auto top = Load("global_train_batch_sise: 8\ndata: {paths: [a.npy]}\n");
+  ASSERT_FALSE(top.ok());
+  EXPECT_NE(top.status().message().find("'global_train_batch_sise'"), std::string::npos)
+      << top.status().message();
+  EXPECT_NE(top.status().message().find("did you mean 'global_train_batch_size'"),
+            std::string::npos)
+      << top.status().message();
+  auto model = Load("model: {max_sequence_lenght: 8}\ndata: {paths: [a.npy]}\n");
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.status().message().find("model.max_sequence_lenght"), std::string::npos);
+  EXPECT_NE(model.status().message().find("'max_sequence_length'"), std::string::npos)
+      << model.status().message();
+  // num_threads is an argument of OLMo's IterableDataset, not a key of its DataConfig.
+  EXPECT_FALSE(Load("data: {paths: [a.npy], num_threads: 2}\n").ok());
+  auto data = Load("data: {paths: [a.npy], num_wrokers: 2}\n");
+  ASSERT_FALSE(data.ok());
+  EXPECT_NE(data.status().message().find("'num_workers'"), std::string::npos)
+      << data.status().message();
+  auto filter = Load("data: {paths: [a.npy], instance_filter: {repetition_max_cont: 3}}\n");
+  ASSERT_FALSE(filter.ok());
+  EXPECT_NE(filter.status().message().find("'repetition_max_count'"), std::string::npos)
+      << filter.status().message();
+  // OLMo's keys that do not affect the data are accepted (and listed as ignored).
+  auto fine = Load(
+      "run_name: x\nmax_duration: 2e12T\nsave_folder: /tmp/x\noptimizer: {learning_rate: 1}\n"
+      "fsdp: {precision: mixed}\nmodel: {d_model: 64, n_layers: 2, rope: true}\n"
+      "data: {paths: [a.npy], pin_memory: true, timeout: 0}\n");
+  EXPECT_TRUE(fine.ok()) << fine.status().ToString();
+}
+
+// Issue 22.13: gridfeed's own keys in an OLMo configuration are errors, not dropped.
+TEST(OlmoYaml, GridfeedKeysInAnOlmoConfigAreErrors) {
+  for (const char* key :
+       {"seq-length: 8", "seq_length: 8", "sources: [{name: a}]", "schedule: [{samples: 4}]",
+        "data-path: [p]", "micro-batch-size: 2", "max_epochs: 3"}) {
+    SCOPED_TRACE(key);
+    auto o = Load(std::string(key) + "\ndata: {paths: [a.npy]}\n");
+    ASSERT_FALSE(o.ok());
+    const std::string name = std::string(key).substr(0, std::string(key).find(':'));
+    EXPECT_NE(o.status().message().find("'" + name + "'"), std::string::npos)
+        << o.status().message();
+    EXPECT_NE(o.status().message().find("gridfeed"), std::string::npos) << o.status().message();
+  }
+}
+
+// Issue 22.2: numpy's SeedSequence takes integers of any size; so does gridfeed, and the
+// canonical text (fingerprint, ledger, checkpoint) carries the whole seed.
+TEST(OlmoYaml, SeedsOfAnySize) {
+  const std::string big = "1606938044258990275541962092341162602522202993782792835301376";  // 2^200
+  for (const std::string& where : {"seed: " + big + "\ndata: {paths: [a.npy]}\n",
+                                   "data: {paths: [a.npy], seed: " + big + "}\n"}) {
+    auto o = Load(where);
+    ASSERT_TRUE(o.ok()) << o.status().ToString();
+    EXPECT_TRUE(Validate(*o).ok()) << Validate(*o).ToString();
+    const std::string text = CanonicalText(o->data);
+    EXPECT_NE(text.find(big), std::string::npos) << text;
+    auto back = FromCanonical(text);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(CanonicalText(*back), text);
+  }
+  auto a = Load("seed: 79228162514264337593543950336\ndata: {paths: [a.npy]}\n");  // 2^96
+  auto b = Load("seed: 79228162514264337593543950337\ndata: {paths: [a.npy]}\n");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(CanonicalText(a->data), CanonicalText(b->data));
+  auto small = Load("seed: 42\ndata: {paths: [a.npy]}\n");
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(small->data.seed, 42);
+  for (const char* bad :
+       {"seed: -1\ndata: {paths: [a.npy]}", "seed: 12a\ndata: {paths: [a.npy]}",
+        "seed: 1.5\ndata: {paths: [a.npy]}", "data: {paths: [a.npy], seed: -3}"}) {
+    SCOPED_TRACE(bad);
+    auto o = Load(bad);
+    if (o.ok()) {
+      EXPECT_FALSE(Validate(*o).ok());
+    } else {
+      EXPECT_NE(o.status().message().find("seed"), std::string::npos) << o.status().message();
+    }
+  }
+}
+
+// Issue 22.14: the device batch is checked the same way wherever the DP size is known.
+TEST(OlmoYaml, DeviceBatchSizeNeedsTheDpSize) {
+  auto o = Load(
+      "global_train_batch_size: 8\ndevice_train_batch_size: 4\n"
+      "data: {paths: [a.npy]}\nmodel: {max_sequence_length: 8}\n");
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(ValidateGrid(*o, 2).ok());
+  EXPECT_FALSE(ValidateGrid(*o, 1).ok());
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ Checks, each against the golden cases (never against gridfeed's own output):
   config  - unknown data.* keys and paths+datasets are errors naming the key.
 """
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -115,8 +116,8 @@ for name in sorted(os.listdir("cases/iter")):
             or p["max_examples"] is not None:
         continue
     cfg, _ = train_config_from_memmap_call(c["dataset"]["olmo_call"])
-    cfg.update(seed=p["seed"], epoch=p["epoch"], global_train_batch_size=p["global_batch_size"],
-               device_train_microbatch_size=p["device_batch_size"])
+    # No device_train_microbatch_size: OLMo's default 16 need not divide the device batch.
+    cfg.update(seed=p["seed"], epoch=p["epoch"], global_train_batch_size=p["global_batch_size"])
     cfg["data"]["drop_last"] = p["drop_last"]
     check_tables(cfg, p["world_size"], c["global_indices"], f"tables iter/{name}",
                  p["total_size"], p["device_batch_size"])
@@ -132,11 +133,10 @@ def one_token_instances(n):
 
 for group in ("seeds_and_sizes", "small_grid", "seed_plus_epoch"):
     for e in load("global_indices", group)["entries"]:
-        seed = int(e["seed"])
-        if not e["shuffle"] or seed >= 2**63:
-            continue  # training always shuffles; the seed option is a 64-bit integer
+        seed = int(e["seed"])  # any size: OLMo seeds numpy's SeedSequence with a Python int
+        if not e["shuffle"]:
+            continue  # training always shuffles
         cfg = {"seed": seed, "epoch": e["epoch"], "global_train_batch_size": e["global_batch_size"],
-               "device_train_microbatch_size": 1,
                "model": {"max_sequence_length": 1},
                "data": {"paths": [one_token_instances(e["dataset_len"])], "drop_last": e["drop_last"]}}
         what = f"tables {group} N={e['dataset_len']} seed={seed} epoch={e['epoch']} W={e['world_size']}"
@@ -150,6 +150,11 @@ for group in ("seeds_and_sizes", "small_grid", "seed_plus_epoch"):
         want = e["values"] if "values" in e else np.load(
             os.path.join("cases/global_indices", group, e["file"]))
         check_tables(cfg, e["world_size"], want, what, e["total_size"], e["device_batch_size"])
+
+big_seeds = [int(e["seed"]) for g in ("seeds_and_sizes",) for e in load("global_indices", g)["entries"]
+             if e["shuffle"] and int(e["seed"]) >= 2**128]
+if not big_seeds:
+    fail("no golden order with a seed of 2^128 or more")
 
 # ---------------------------------------------------------------- samples
 for name in sorted(os.listdir("cases/memmap")):
@@ -192,7 +197,15 @@ def rank_streams(run):
     return stream
 
 
-def run_case(name, workers, micro=None, consumed=0):
+def olmo_chunk(mbs, B):
+    """The micro-batch the feeder reads for OLMo's chunks of at most mbs of a device batch B:
+    the whole batch when it fits, mbs when it divides B, else gcd(mbs, B) (OLMo's last chunk
+    is smaller; the feeder's micro-batches are one size, and every chunk boundary is kept)."""
+    return B if mbs >= B else (mbs if B % mbs == 0 else math.gcd(mbs, B))
+
+
+def run_case(name, workers, micro=None, consumed=0, want_streams=None):
+    """`micro` None: the YAML has no device_train_microbatch_size (OLMo's default 16)."""
     c = load("dataloader", name)
     W = c["world_size"]
     cfg = json.loads(json.dumps(c["train_config"]))
@@ -200,14 +213,16 @@ def run_case(name, workers, micro=None, consumed=0):
         cfg["data"]["instance_filter"] = {}
     cfg["data"]["num_workers"] = workers
     B = cfg["device_train_batch_size"]
-    mbs = micro or B
-    cfg["device_train_microbatch_size"] = mbs
+    if micro is not None:
+        cfg["device_train_microbatch_size"] = micro
+    mbs = olmo_chunk(16 if micro is None else micro, B)
     runs = {r["rank"]: r for r in c["runs"] if r["num_workers"] == workers}
-    streams = [rank_streams(runs[r]) for r in range(W)]
+    streams = want_streams or [rank_streams(runs[r]) for r in range(W)]
     GB = B * W
-    # Global batches from `consumed` until the golden epochs are covered: the last one reaches
-    # into the next epoch, so a partial tail's order is fed (and compared) too.
-    steps = -(-(min(len(s) for s in streams) * W - consumed) // GB)
+    # Global batches until the golden epochs are covered: the last one reaches into the next
+    # epoch, so a partial tail's order is fed (and compared) too.
+    first = 0 if want_streams else consumed // W
+    steps = -(-(min(len(s) for s in streams) - first) // B)
     iters = steps  # run counts iterations from 0 after --consumed-samples
     out = os.path.join(WORK, f"run_{name}_{workers}_{mbs}_{consumed}")
     args = ["mpirun", "-n", str(W), "--oversubscribe", GRIDFEED, "run", "--config",
@@ -218,11 +233,11 @@ def run_case(name, workers, micro=None, consumed=0):
     for r in range(W):
         got = np.load(f"{out}/rank{r}/sample_indices.npy")
         if got.dtype != np.int64 or got.shape[1] != mbs:
-            fail(f"run {name}: sample_indices {got.dtype} {got.shape}")
-        first = consumed // W
+            fail(f"run {name}: sample_indices {got.dtype} {got.shape}, micro-batch {mbs}")
         want = np.array(streams[r][first:first + got.size], dtype=np.int64)
         if got.size != steps * B or not np.array_equal(got.reshape(-1)[:want.size], want):
-            fail(f"run {name} K={workers} mbs={mbs} rank {r}: {got.reshape(-1)[:16]} vs {want[:16]}")
+            fail(f"run {name} K={workers} mbs={mbs} consumed={consumed} rank {r}: "
+                 f"{got.reshape(-1)[:16]} vs {want[:16]}")
     checked["run"] += 1
     return c, out, runs
 
@@ -232,33 +247,74 @@ for name in sorted(os.listdir("cases/dataloader")):
         c, out, runs = run_case(name, K)
 
 DATALOADER = sorted(os.listdir("cases/dataloader"))
-# Micro-batches of one sample (any device batch): the same stream, for the most workers.
+# Micro-batches of one sample, and of the whole device batch: the same stream.
 for name in DATALOADER:
-    K = max(r["num_workers"] for r in load("dataloader", name)["runs"])
+    c = load("dataloader", name)
+    K = max(r["num_workers"] for r in c["runs"])
     run_case(name, K, micro=1)
-# A restart at start_index s of epoch e (a multiple of W, K = 0, no drop_last) is
-# --consumed-samples (e - first epoch) x total_size + s.
+    run_case(name, K, micro=c["train_config"]["device_train_batch_size"])
+# A restart at start_index s of epoch e is --consumed-samples (e - first epoch) x total_size + s
+# (no drop_last): every restart of the golden DataLoaders, with its workers, whether or not s
+# is a multiple of the world size or of the global batch; rank r then reads OLMo's restarted
+# DataLoader, g[s:][r::W] dealt to the workers anew.
+restarts = 0
 for name in DATALOADER:
     c = load("dataloader", name)
     W = c["world_size"]
-    r0 = [r for r in c["runs"] if r["rank"] == 0 and r["num_workers"] == 0]
-    if not r0 or c["train_config"]["data"].get("drop_last"):
+    if c["train_config"]["data"].get("drop_last"):
         continue
-    r0 = r0[0]
-    first = r0["epochs"][0]["epoch"]
-    for ep in r0["epochs"]:
-        s = ep["start_index"]
-        if not s or s % W:
-            continue
-        consumed = (ep["epoch"] - first) * r0["total_size"] + s
-        cc, out, runs = run_case(name, 0, micro=1, consumed=consumed)
+    for K in sorted({r["num_workers"] for r in c["runs"]}):
+        by_rank = {r["rank"]: r for r in c["runs"] if r["num_workers"] == K}
+        first = by_rank[0]["epochs"][0]["epoch"]
+        for i, ep in enumerate(by_rank[0]["epochs"]):
+            s = ep["start_index"]
+            if not s:
+                continue
+            consumed = (ep["epoch"] - first) * by_rank[0]["total_size"] + s
+            want = [[x for b in by_rank[r]["epochs"][i]["batches"] for x in b["index"]]
+                    for r in range(W)]
+            for micro in (None, 1):
+                run_case(name, K, micro=micro, consumed=consumed, want_streams=want)
+                restarts += 1
+if restarts == 0:
+    fail("no golden DataLoader restart")
+
+
+# OLMo's iterable dataset restarted at start_index (iter cases over range(N): one-token
+# instances, so instance i is i), in the main process and with its DataLoader workers.
+def worker_batches(lists, B):
+    """torch's DataLoader order over its workers' streams: batch j of every worker, in turn."""
+    out, j = [], 0
+    while any(j * B < len(w) for w in lists):
+        for w in lists:
+            out += w[j * B:(j + 1) * B]
+        j += 1
+    return out
+
+
+for name in sorted(os.listdir("cases/iter")):
+    c = load("iter", name)
+    p = c["params"]
+    if c["dataset"].get("type") != "range" or not p["start_index"] or \
+            p["max_examples"] is not None or not p["shuffle"]:
+        continue
+    W, B, s = p["world_size"], p["device_batch_size"], p["start_index"]
+    for K in [0] + sorted(int(k) for k in c["ranks"][0]["workers"]):
+        cfg = {"seed": p["seed"], "epoch": p["epoch"], "global_train_batch_size": p["global_batch_size"],
+               "model": {"max_sequence_length": 1},
+               "data": {"paths": [one_token_instances(c["dataset"]["len"])],
+                        "drop_last": p["drop_last"], "num_workers": K}}
+        want = [r["main_process"] if K == 0 else worker_batches(r["workers"][str(K)], B)
+                for r in sorted(c["ranks"], key=lambda r: r["rank"])]
+        iters = -(-max(len(x) for x in want) // B)
+        out = os.path.join(WORK, f"iter_{name}_{K}")
+        sh(["mpirun", "-n", str(W), "--oversubscribe", GRIDFEED, "run", "--config",
+            config_file(cfg), "--train-iters", str(iters), "--consumed-samples", str(s),
+            "--dump", out], what=f"iter {name} K={K}")
         for r in range(W):
-            rr = [x for x in c["runs"] if x["rank"] == r and x["num_workers"] == 0][0]
-            want = [i for e in rr["epochs"] if e["start_index"] == s and e["epoch"] == ep["epoch"]
-                    for b in e["batches"] for i in b["index"]]
             got = np.load(f"{out}/rank{r}/sample_indices.npy").reshape(-1)
-            if not np.array_equal(got[:len(want)], want[:len(got)]):
-                fail(f"{name}: restart at start_index {s}, rank {r}: {got[:8]} vs {want[:8]}")
+            if not np.array_equal(got[:len(want[r])], want[r]):
+                fail(f"iter {name} K={K}: restart at {s}, rank {r}: {got[:8]} vs {want[r][:8]}")
         checked["run"] += 1
 
 # The fields of the full-tensor cases: OLMo's collated batches.
@@ -340,6 +396,8 @@ size = 4 if DTYPE == "uint32" else 2
 books = sum(os.path.getsize(p) // size // 128 for p in (FILES[1], FILES[2]))
 counted = {"books": 0, "web": 0}
 for f in os.listdir(ledger):
+    if not f.endswith(".tsv"):
+        continue  # the folder's lock files
     for line in open(os.path.join(ledger, f)):
         if not line.startswith("#") and not line.startswith("iteration"):
             instance = int(line.split("\t")[5])  # dataset_sample: the OLMo instance
@@ -365,7 +423,7 @@ sh(base + ["--ledger", cut, "--save", ck, "--save-interval", "10", "--testing-ki
 o = sh(base + ["--ledger", cut, "--resume", ck], what="resumed OLMo run")
 if "at iteration 10" not in o:
     fail("the OLMo run did not resume at iteration 10: " + o)
-for f in sorted(os.listdir(full)):
+for f in sorted(x for x in os.listdir(full) if x.endswith(".tsv")):
     a = [l for l in open(os.path.join(full, f)) if not l.startswith("#")]
     b = [l for l in open(os.path.join(cut, f)) if not l.startswith("#")]
     if a != b:
@@ -385,6 +443,40 @@ o = sh([GRIDFEED, "tables", "--config", config_file(both), "--out", WORK + "/x"]
 if "mutually exclusive" not in o:
     fail("paths + datasets not refused: " + o)
 checked["config"] += 2
+# A misspelt top-level key is not OLMo's: refused, naming it and the nearest key (OLMo itself
+# refuses it; gridfeed used to train with the default 512 instead).
+typo = {"global_train_batch_sise": 8, "model": {"max_sequence_length": 8},
+        "data": {"paths": [FILES[0]], "memmap_dtype": DTYPE}}
+for cmd in (["tables", "--out", WORK + "/x"], ["samples", "--positions", "0", "--out", WORK + "/x"]):
+    o = sh([GRIDFEED, cmd[0], "--config", config_file(typo)] + cmd[1:], False, "top-level typo")
+    if "global_train_batch_sise" not in o or "did you mean 'global_train_batch_size'" not in o:
+        fail("a misspelt top-level key is not refused with the nearest key: " + o)
+o = sh(["mpirun", "-n", "1", GRIDFEED, "run", "--config", config_file(typo), "--train-iters", "1"],
+       False, "top-level typo, run")
+if "global_train_batch_sise" not in o:
+    fail("run does not refuse a misspelt top-level key: " + o)
+# gridfeed's own data keys in an OLMo YAML are errors, not dropped.
+for key, value in (("seq-length", 16), ("sources", [{"name": "a", "path": "x"}]),
+                   ("schedule", [{"samples": 4}])):
+    cfg = {key: value, "model": {"max_sequence_length": 8},
+           "data": {"paths": [FILES[0]], "memmap_dtype": DTYPE}}
+    o = sh([GRIDFEED, "tables", "--config", config_file(cfg), "--out", WORK + "/x"], False, key)
+    if f"'{key}'" not in o:
+        fail(f"gridfeed's key {key} in an OLMo config is not refused by name: " + o)
+# device_train_batch_size is checked alike by tables and run: global / DP.
+dev = {"global_train_batch_size": 4, "device_train_batch_size": 4,
+       "model": {"max_sequence_length": 8}, "data": {"paths": [FILES[0]], "memmap_dtype": DTYPE}}
+path = config_file(dev)
+sh([GRIDFEED, "tables", "--config", path, "--data-parallel-size", "1", "--out", WORK + "/d1"],
+   what="device batch = global / DP")
+o1 = sh([GRIDFEED, "tables", "--config", path, "--data-parallel-size", "2", "--out", WORK + "/d2"],
+        False, "tables: device batch != global / DP")
+o2 = sh(["mpirun", "-n", "2", "--oversubscribe", GRIDFEED, "run", "--config", path,
+         "--train-iters", "1"], False, "run: device batch != global / DP")
+for o in (o1, o2):
+    if "device_train_batch_size" not in o:
+        fail("a device batch that is not global / DP is not refused by name: " + o)
+checked["config"] += 9
 
 shutil.rmtree(WORK)
 print("olmo commands: ok", json.dumps(checked))

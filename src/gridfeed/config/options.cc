@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gridfeed/config/mixture_schedule.h"
+#include "gridfeed/config/olmo_yaml.h"
 #include "gridfeed/core/parse.h"
 
 namespace gridfeed::config {
@@ -80,6 +81,9 @@ const std::vector<OptionRow>& Table() {
        {"uint16", "uint32"}},
       {"olmo-epoch", G::kData, C::kUnlessDefault, "OLMo: the first epoch (seed + epoch shuffles)",
        GF_FIELD(data.olmo_epoch)},
+      {"olmo-seed", G::kData, C::kUnlessDefault,
+       "OLMo: a seed beyond --seed's range (decimal, any size; an OLMo YAML's seed sets it)",
+       GF_FIELD(data.olmo_seed)},
       {"olmo-drop-last", G::kData, C::kUnlessDefault,
        "OLMo: truncate the global order to a multiple of DP and drop partial batches",
        GF_FIELD(data.olmo_drop_last)},
@@ -244,8 +248,19 @@ Status ValidateOlmo(const JobOptions& o) {
     return InvalidArgument("--dataloader-type " + d.dataloader_type +
                            " is Megatron's sampler; an OLMo configuration follows OLMo's order");
   }
-  GRIDFEED_RETURN_IF_ERROR(
-      Range("seed", d.seed, 0, std::numeric_limits<int64_t>::max() / 2, ">= 0"));
+  GRIDFEED_RETURN_IF_ERROR(Range("seed", d.seed, 0, kMaxInt64Seed, ">= 0"));
+  if (!d.olmo_seed.empty()) {
+    JobOptions parsed;
+    GRIDFEED_RETURN_IF_ERROR(SetOlmoSeed("--olmo-seed", d.olmo_seed, &parsed.data));
+    if (parsed.data.olmo_seed != d.olmo_seed) {
+      return InvalidArgument("--olmo-seed " + d.olmo_seed.substr(0, 80) +
+                             " is a seed beyond 2^62 without leading zeros (else --seed)");
+    }
+    if (d.seed != 0) {
+      return InvalidArgument("--seed " + std::to_string(d.seed) + " and --olmo-seed " +
+                             d.olmo_seed.substr(0, 80) + " are both given: give one");
+    }
+  }
   GRIDFEED_RETURN_IF_ERROR(Range("olmo-epoch", d.olmo_epoch, 0, int64_t{1} << 40, ">= 0"));
   GRIDFEED_RETURN_IF_ERROR(
       Range("olmo-num-workers", d.olmo_num_workers, 0, int64_t{1} << 20, "in [0, 2^20]"));
@@ -453,7 +468,7 @@ Result<int64_t> ValidateGrid(const JobOptions& o, int64_t world_size) {
                                  world_size, "in [0, world size]"));
   GRIDFEED_RETURN_IF_ERROR(Range("testing-corrupt-image-node", o.feed.testing_corrupt_image_node,
                                  -1, world_size - 1, "in [-1, world size)"));
-  const int64_t mbs = o.batch.micro_batch_size;
+  const int64_t mbs = FeederMicroBatchSize(o, dp);
   const int64_t step = mbs * dp;  // both below 2^40 and 2^24: no overflow
   const int64_t gbs = o.batch.global_batch_size ? o.batch.global_batch_size : step;
   if (gbs % step != 0) {
@@ -461,13 +476,26 @@ Result<int64_t> ValidateGrid(const JobOptions& o, int64_t world_size) {
                            " is not a multiple of --micro-batch-size x DP = " +
                            std::to_string(mbs) + " x " + std::to_string(dp));
   }
-  const int64_t device = o.batch.device_train_batch_size;
-  if (device != 0 && device * dp != gbs) {
-    return InvalidArgument("--device-train-batch-size " + std::to_string(device) +
-                           " (device_train_batch_size) is not --global-batch-size / DP = " +
-                           std::to_string(gbs) + " / " + std::to_string(dp));
-  }
+  GRIDFEED_RETURN_IF_ERROR(CheckDeviceTrainBatchSize(o, dp));
   return dp;
+}
+
+int64_t FeederMicroBatchSize(const JobOptions& o, int64_t dp) {
+  const int64_t mbs = o.batch.micro_batch_size, gbs = o.batch.global_batch_size;
+  if (!o.data.is_olmo() || mbs < 1 || dp < 1 || gbs < 1 || gbs % dp != 0) return mbs;
+  return OlmoFeederMicroBatch(mbs, gbs / dp);
+}
+
+Status CheckDeviceTrainBatchSize(const JobOptions& o, int64_t dp) {
+  const int64_t device = o.batch.device_train_batch_size;
+  if (device == 0) return Status::Ok();
+  const int64_t gbs = o.batch.global_batch_size ? o.batch.global_batch_size
+                                                : FeederMicroBatchSize(o, dp) * dp;
+  if (dp >= 1 && gbs % dp == 0 && gbs / dp == device) return Status::Ok();
+  return InvalidArgument("--device-train-batch-size " + std::to_string(device) +
+                         " (device_train_batch_size) is not --global-batch-size / DP = " +
+                         std::to_string(gbs) + " / " + std::to_string(dp) +
+                         " (set --data-parallel-size to the DP size it was written for)");
 }
 
 std::string AgreementText(const JobOptions& o) {

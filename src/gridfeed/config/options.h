@@ -49,6 +49,9 @@ struct DataOptions {
   std::vector<std::string> olmo_label_mask_paths;  // one per path, or empty
   std::string olmo_memmap_dtype = "uint16";
   int64_t olmo_epoch = 0;  // the first epoch (shuffled with seed + epoch)
+  // The OLMo seed as decimal text when it exceeds --seed's range (numpy takes any size; then
+  // seed is 0); empty: the seed is `seed`.
+  std::string olmo_seed;
   bool olmo_drop_last = false;
   int64_t olmo_num_workers = 0;  // DataLoader workers (the order of a partial tail)
   bool olmo_generate_attention_mask = false;
@@ -192,6 +195,12 @@ void CopyField(const OptionRow& row, const JobOptions& from, JobOptions* to);
 Status Validate(const JobOptions& o);
 // Checks against the world size; returns the data-parallel size.
 Result<int64_t> ValidateGrid(const JobOptions& o, int64_t world_size);
+// The micro-batch size the feeder reads at DP size `dp`: --micro-batch-size, except for an OLMo
+// order, where it is OLMo's chunk of a device batch (config/olmo_yaml.h: OlmoFeederMicroBatch).
+int64_t FeederMicroBatchSize(const JobOptions& o, int64_t dp);
+// --device-train-batch-size (OLMo's device_train_batch_size), when given, equals global batch /
+// DP: the one check, used by ValidateGrid and by OLMo's order wherever the DP size is known.
+Status CheckDeviceTrainBatchSize(const JobOptions& o, int64_t dp);
 
 // "none" -> -1, else a non-negative integer without overflow. InvalidArgument names the flag.
 Result<int64_t> ParseSampleCount(const std::string& flag, const std::string& value);

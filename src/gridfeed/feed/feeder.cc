@@ -159,6 +159,8 @@ Status Feeder::Impl::AgreeOnOptions(MPI_Comm comm) {
   GRIDFEED_RETURN_IF_ERROR(same);
   GRIDFEED_ASSIGN_OR_RETURN(const int64_t dp, config::ValidateGrid(options, world_size));
   options.grid.data_parallel_size = dp;
+  // OLMo's chunks of a device batch as micro-batches of one size (config/olmo_yaml.h).
+  options.batch.micro_batch_size = config::FeederMicroBatchSize(options, dp);
   if (options.batch.global_batch_size == 0) {
     options.batch.global_batch_size = options.batch.micro_batch_size * dp;
   }

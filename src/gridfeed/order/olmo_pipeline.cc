@@ -8,6 +8,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "gridfeed/config/olmo_yaml.h"
 #include "gridfeed/core/check.h"
 #include "gridfeed/core/log.h"
 #include "gridfeed/core/stopwatch.h"
@@ -18,9 +19,9 @@ namespace gridfeed::order {
 namespace {
 
 constexpr uint64_t kImageMagic = 0x314f4d4c4f464755ull;  // "UGFOLMO1" little-endian
-constexpr int64_t kImageVersion = 1;
-// Header words after magic and version (see WriteHeader).
-constexpr int kHeaderWords = 12;
+constexpr int64_t kImageVersion = 2;
+// Header words after magic and version (see HeaderOf).
+constexpr int kHeaderWords = 13;
 constexpr int64_t kMaxEpochs = int64_t{1} << 16;
 
 int TokenSize(const config::DataOptions& d) { return OlmoTokenSize(d); }
@@ -46,15 +47,28 @@ void AssignSources(const config::DataOptions& d, OlmoPlan* plan) {
   }
 }
 
+// Instances rank `rank` reads in the epoch a restart begins in: OLMo's g[s:][rank::W] of the
+// epoch's total_size entries, the DataLoader dropping partial batches with drop_last.
+int64_t RestartLength(int64_t total, int64_t start, int64_t rank, int64_t world_size) {
+  const int64_t left = total - start - rank;
+  return left > 0 ? (left + world_size - 1) / world_size : 0;
+}
+int64_t Emitted(int64_t len, int64_t b, bool drop_last) { return drop_last ? len / b * b : len; }
+
 // The geometry without the files: what the image header restores.
 Status FinishPlan(const config::JobOptions& o, OlmoPlan* p) {
   GRIDFEED_ASSIGN_OR_RETURN(
       p->sizes, OlmoSizesFor(p->instances, p->world_size, p->global_batch_size, p->drop_last));
   const int64_t b = p->sizes.device_batch_size;
-  if (b % p->micro_batch_size != 0) {
-    return InvalidArgument("--micro-batch-size " + std::to_string(p->micro_batch_size) +
-                           " (device_train_microbatch_size) does not divide the device batch " +
-                           std::to_string(b) + " (global batch / DP)");
+  GRIDFEED_RETURN_IF_ERROR(config::CheckDeviceTrainBatchSize(o, p->world_size));
+  // OLMo's chunks of at most device_train_microbatch_size; the order does not depend on it.
+  p->micro_batch_size = config::OlmoFeederMicroBatch(p->micro_batch_size, b);
+  if (o.data.olmo_seed.empty()) {
+    p->seed = SeedWordsOf(static_cast<uint64_t>(o.data.seed));
+  } else {
+    auto seed = ParseSeedWords(o.data.olmo_seed);
+    if (!seed.ok()) return seed.status().WithContext("--olmo-seed");
+    p->seed = std::move(seed).value();
   }
   const int64_t ns = p->sizes.num_samples;
   p->epoch_stream = p->drop_last ? b * (ns / b) : ns;
@@ -65,23 +79,32 @@ Status FinishPlan(const config::JobOptions& o, OlmoPlan* p) {
         (p->drop_last ? " with data.drop_last (device batch " + std::to_string(b) + ")" : "") +
         " (OLMo itself fails here writing an empty global_indices.npy)");
   }
-  // Enough epochs for --train-iters whole global batches per DP rank after
-  // --consumed-samples (both below 2^40 and 2^62: no overflow).
+  // A start at --consumed-samples c is OLMo's restart: c = whole epochs (epoch_stream x W
+  // instances each) + start_index s in the next one.
+  const int64_t per_epoch = p->epoch_stream * p->world_size;  // below 2^32 x 2^24
+  p->restart = o.resume.consumed_samples;
+  p->restart_epoch = p->restart / per_epoch;
+  p->start_index = p->restart % per_epoch;
+  // Enough epochs for --train-iters whole global batches per DP rank after the start (both
+  // below 2^40 and 2^62: no overflow).
   const int64_t iters = std::max<int64_t>(1, o.run.train_iters);
   if (iters > (std::numeric_limits<int64_t>::max() / 4) / b) {
     return InvalidArgument("--train-iters " + std::to_string(iters) + " is too large");
   }
-  const int64_t per_rank =
-      (o.resume.consumed_samples + p->world_size - 1) / p->world_size + iters * b;
-  p->epochs = std::max<int64_t>(1, (per_rank + p->epoch_stream - 1) / p->epoch_stream);
+  const int64_t first_left =  // the fewest any rank reads in the start's epoch (the last rank)
+      Emitted(RestartLength(p->sizes.total_size, p->start_index, p->world_size - 1, p->world_size),
+              b, p->drop_last);
+  const int64_t more = std::max<int64_t>(0, iters * b - first_left);
+  p->epochs = p->restart_epoch + 1 + (more + p->epoch_stream - 1) / p->epoch_stream;
   if (p->epochs > kMaxEpochs) {
-    return InvalidArgument("--train-iters " + std::to_string(iters) + " needs " +
-                           std::to_string(p->epochs) + " OLMo epochs (at most " +
-                           std::to_string(kMaxEpochs) + ")");
+    return InvalidArgument("--train-iters " + std::to_string(iters) + " after --consumed-samples " +
+                           std::to_string(p->restart) + " needs " + std::to_string(p->epochs) +
+                           " OLMo epochs (at most " + std::to_string(kMaxEpochs) + ")");
   }
-  // Whole micro-steps (a restart may begin inside a global batch).
+  // Whole micro-steps after the start (which may lie inside a global batch).
   const int64_t mbs = p->micro_batch_size;
-  p->length = p->epochs * p->epoch_stream / mbs * mbs * p->world_size;
+  const int64_t per_rank = first_left + (p->epochs - p->restart_epoch - 1) * p->epoch_stream;
+  p->length = p->restart + per_rank / mbs * mbs * p->world_size;
   return Status::Ok();
 }
 
@@ -96,7 +119,6 @@ OlmoPlan GeometryOf(const config::JobOptions& o) {
   p.num_workers = d.olmo_num_workers;
   p.drop_last = d.olmo_drop_last;
   p.first_epoch = d.olmo_epoch;
-  p.seed = SeedWordsOf(static_cast<uint64_t>(d.seed));
   return p;
 }
 
@@ -201,13 +223,12 @@ class OlmoView final : public OrderView {
   // OLMo's trainer state: the epoch and global_train_examples_seen_this_epoch (its restart
   // start_index), as they follow from the consumed positions (whole steps per DP rank).
   std::string DescribeCursor(Split, int64_t consumed) const override {
-    const int64_t per_rank = consumed / plan_.world_size;
-    const int64_t epoch = per_rank / plan_.epoch_stream;
-    return nlohmann::json{
-        {"pipeline", "olmo"},
-        {"epoch", plan_.first_epoch + epoch},
-        {"instances_seen_this_epoch", (per_rank - epoch * plan_.epoch_stream) * plan_.world_size},
-        {"world_size", plan_.world_size}}
+    const int64_t per_epoch = plan_.epoch_stream * plan_.world_size;
+    const int64_t epoch = consumed / per_epoch;
+    return nlohmann::json{{"pipeline", "olmo"},
+                          {"epoch", plan_.first_epoch + epoch},
+                          {"instances_seen_this_epoch", consumed - epoch * per_epoch},
+                          {"world_size", plan_.world_size}}
         .dump();
   }
 
@@ -233,6 +254,7 @@ class OlmoView final : public OrderView {
  private:
   int64_t InstanceAt(int64_t position) const {
     const OlmoSlot slot = positions_.Locate(position);
+    GRIDFEED_CHECK(slot.epoch >= 0 && static_cast<size_t>(slot.epoch) < perms_.size());
     const int64_t instance = perms_[static_cast<size_t>(slot.epoch)]
                                    [static_cast<size_t>(slot.global_index % plan_.instances)];
     GRIDFEED_CHECK(instance < plan_.instances);
@@ -273,7 +295,8 @@ std::vector<int64_t> HeaderOf(const OlmoPlan& p) {
                             p.length,
                             static_cast<int64_t>(p.files.size()),
                             p.epoch_stream,
-                            p.sizes.total_size};
+                            p.sizes.total_size,
+                            p.restart};
   for (const auto& f : p.files) {
     h.push_back(f.start);
     h.push_back(f.instances);
@@ -343,6 +366,8 @@ class OlmoBuilt final : public BuiltOrder {
                         {"olmo_world_size", plan_.world_size},
                         {"olmo_global_batch_size", plan_.global_batch_size},
                         {"olmo_micro_batch_size", plan_.micro_batch_size}};
+    // A start inside the order is OLMo's restart there: another order from that point.
+    if (plan_.restart != 0) j["olmo_restart_consumed"] = plan_.restart;
     (void)o;
     return j.dump();
   }
@@ -375,10 +400,11 @@ class OlmoPipeline final : public Pipeline {
     }
     char line[256];
     std::snprintf(line, sizeof(line),
-                  "OLMo order: %lld instances, DP %lld, device batch %lld, %lld epoch(s) from "
-                  "epoch %lld; files %.3f s, shuffles %.3f s",
+                  "OLMo order: %lld instances, DP %lld, device batch %lld (micro-batches of "
+                  "%lld), %lld epoch(s) from epoch %lld; files %.3f s, shuffles %.3f s",
                   static_cast<long long>(plan.instances), static_cast<long long>(plan.world_size),
                   static_cast<long long>(plan.sizes.device_batch_size),
+                  static_cast<long long>(plan.micro_batch_size),
                   static_cast<long long>(plan.epochs), static_cast<long long>(plan.first_epoch),
                   open_s, clock.Seconds() - open_s);
     log::Info(line);
@@ -425,7 +451,7 @@ class OlmoPipeline final : public Pipeline {
     AssignSources(options_.data, &plan);
     GRIDFEED_RETURN_IF_ERROR(FinishPlan(options_, &plan));
     if (words(9) != plan.epochs || words(10) != plan.length || words(12) != plan.epoch_stream ||
-        words(13) != plan.sizes.total_size) {
+        words(13) != plan.sizes.total_size || words(14) != plan.restart) {
       return DataLoss("the OLMo table image does not match the options");
     }
     const size_t perm_bytes = PermBytes(plan);
@@ -483,21 +509,53 @@ OlmoPositions::OlmoPositions(const OlmoPlan& plan)
     : world_size_(plan.world_size),
       micro_batch_size_(plan.micro_batch_size),
       epoch_stream_(plan.epoch_stream),
+      device_batch_(plan.sizes.device_batch_size),
       full_rows_(plan.sizes.device_batch_size > 0
                      ? plan.sizes.num_samples / plan.sizes.device_batch_size *
                            plan.sizes.device_batch_size
                      : 0),
       tail_(OlmoLoaderTail(plan.sizes.num_samples, plan.sizes.device_batch_size, plan.num_workers,
-                           plan.drop_last)) {}
+                           plan.drop_last)),
+      restart_(plan.restart),
+      restart_epoch_(plan.restart_epoch),
+      start_index_(plan.start_index),
+      total_size_(plan.sizes.total_size),
+      drop_last_(plan.drop_last) {
+  // The restarted epoch's rank streams have one of two lengths (rank 0's and rank W-1's).
+  for (int64_t rank : {int64_t{0}, world_size_ - 1}) {
+    const int64_t len = RestartLength(total_size_, start_index_, rank, world_size_);
+    restart_tails_.emplace_back(
+        len, OlmoLoaderTail(len, device_batch_, plan.num_workers, plan.drop_last));
+  }
+}
 
 OlmoSlot OlmoPositions::Locate(int64_t position) const {
   const int64_t per_step = micro_batch_size_ * world_size_;
-  const int64_t k = position / per_step, rem = position % per_step;
+  // Before the start: the order without a restart (no run of this plan reads there).
+  const bool before = position < restart_;
+  const int64_t q = before ? position : position - restart_;
+  const int64_t k = q / per_step, rem = q % per_step;
   const int64_t rank = rem / micro_batch_size_, j = rem % micro_batch_size_;
-  const int64_t i = k * micro_batch_size_ + j;  // index in the rank's stream over epochs
+  int64_t i = k * micro_batch_size_ + j;  // index in the rank's stream from the start
+  if (before) {
+    const int64_t t = i % epoch_stream_;
+    const int64_t s = t < full_rows_ ? t : tail_[static_cast<size_t>(t - full_rows_)];
+    return {i / epoch_stream_, rank + s * world_size_};
+  }
+  // The start's epoch: OLMo's DataLoader over g[start_index:][rank::W].
+  const int64_t len = RestartLength(total_size_, start_index_, rank, world_size_);
+  const int64_t emitted = Emitted(len, device_batch_, drop_last_);
+  if (i < emitted) {
+    const int64_t full = len / device_batch_ * device_batch_;
+    const auto& tail =
+        restart_tails_[0].first == len ? restart_tails_[0].second : restart_tails_[1].second;
+    const int64_t s = i < full ? i : tail[static_cast<size_t>(i - full)];
+    return {restart_epoch_, start_index_ + rank + s * world_size_};
+  }
+  i -= emitted;  // later epochs from their start
   const int64_t t = i % epoch_stream_;
   const int64_t s = t < full_rows_ ? t : tail_[static_cast<size_t>(t - full_rows_)];
-  return {i / epoch_stream_, rank + s * world_size_};
+  return {restart_epoch_ + 1 + i / epoch_stream_, rank + s * world_size_};
 }
 
 std::unique_ptr<Pipeline> MakeOlmoPipeline(const config::JobOptions& options) {

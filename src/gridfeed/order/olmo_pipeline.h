@@ -3,15 +3,20 @@
 // permutations -> instances as MemMapDataset returns them, in the order each DP rank's
 // DataLoader yields them.
 //
-// Positions: the feeder walks Megatron's single read schedule (DP rank r reads micro-batch
-// slots [r*mbs, (r+1)*mbs) of every mbs*DP positions). An OLMo position p is laid out so that
-// walk yields, on DP rank r, rank r's DataLoader stream in order: its i-th instance (i = k*mbs
-// + j for p = k*mbs*DP + r*mbs + j) is the i-th of the epochs' streams concatenated (epoch
-// `olmo-epoch` first, then reshuffled with seed + epoch + 1, start index 0, as OLMo's trainer
-// does). Full device batches come out in stream order; a partial tail in the order the
-// configured DataLoader workers emit it; with drop_last it is dropped. The order therefore
-// depends on DP size, global and micro-batch size and workers: they are part of the data facts
-// (fingerprint). Thread safe where pipeline.h says so.
+// Positions: the feeder walks Megatron's single read schedule from --consumed-samples c (DP
+// rank r reads micro-batch slots [r*mbs, (r+1)*mbs) of every mbs*DP positions after c). An OLMo
+// position p >= c is laid out so that walk yields, on DP rank r, what OLMo's DataLoader on rank
+// r yields when training starts there: its i-th instance (i = k*mbs + j for p - c = k*mbs*DP +
+// r*mbs + j) is the i-th of the epochs' streams concatenated. The first is OLMo's restart at
+// start_index s (c = whole epochs + s): g[s:][r::DP] dealt to the workers anew (s need not be
+// a multiple of DP; rank r then reads what rank (r + s) mod DP would have); the later ones are
+// reshuffled with seed + epoch + 1 from start index 0, as OLMo's trainer does. Full device
+// batches come out in stream order; a partial tail in the order the configured DataLoader
+// workers emit it; with drop_last it is dropped. The micro-batch is OLMo's chunk of a device
+// batch (config::OlmoFeederMicroBatch). The order therefore depends on DP size, global and
+// micro-batch size, workers and c: they are part of the data facts (fingerprint). A resumed
+// run (a gridfeed checkpoint) continues the order of the run that saved it. Thread safe where
+// pipeline.h says so.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +46,10 @@ struct OlmoPlan {
   int64_t first_epoch = 0;
   int64_t epochs = 1;  // epochs the tables hold (enough for --train-iters)
   SeedWords seed;      // the train seed (data.seed or seed); epoch e shuffles with seed + e
-  int64_t length = 0;  // positions: whole micro-steps (mbs x DP) over `epochs` epochs
+  // Where reading starts (--consumed-samples): OLMo's restart, epoch offset restart_epoch at
+  // start_index (instances of that epoch's global order already consumed).
+  int64_t restart = 0, restart_epoch = 0, start_index = 0;
+  int64_t length = 0;  // positions: the start + whole micro-steps (mbs x DP) over the epochs
 };
 
 // Bytes per token of the configured --olmo-memmap-dtype (2 or 4).
@@ -66,8 +74,12 @@ class OlmoPositions {
   OlmoSlot Locate(int64_t position) const;
 
  private:
-  int64_t world_size_, micro_batch_size_, epoch_stream_, full_rows_;
+  int64_t world_size_, micro_batch_size_, epoch_stream_, device_batch_, full_rows_;
   std::vector<int64_t> tail_;  // OlmoLoaderTail: stream indices of the partial tail
+  int64_t restart_, restart_epoch_, start_index_, total_size_;
+  bool drop_last_;
+  // (stream length, its OlmoLoaderTail) for the two lengths of the restarted epoch's streams.
+  std::vector<std::pair<int64_t, std::vector<int64_t>>> restart_tails_;
 };
 
 std::unique_ptr<Pipeline> MakeOlmoPipeline(const config::JobOptions& options);
