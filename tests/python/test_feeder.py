@@ -177,6 +177,24 @@ def test_ledger_checkpoint_and_resume(job, gridfeed_bin, tmp_path):
         open_feeder(job, resume=ckpt, seed=99)
 
 
+def test_save_checkpoint_writes_only_what_resume_reads(job, tmp_path):
+    """A refused argument raises before anything is written: the good checkpoint stays."""
+    ckpt = tmp_path / "new" / "folder" / "cursor.h5"  # save_checkpoint creates the folder
+    with open_feeder(job) as f:
+        f.next()
+        f.save_checkpoint(ckpt, iteration=1)
+        good = ckpt.read_bytes()
+        for bad in (-1, 2**40 + 1, 2**63, 2**70, 1.5, True, "2"):
+            with pytest.raises(gridfeed.InvalidArgument, match="argument 'iteration'"):
+                f.save_checkpoint(ckpt, iteration=bad)
+        for bad in (str(ckpt) + "\0x", ""):
+            with pytest.raises(gridfeed.InvalidArgument, match="argument 'path'"):
+                f.save_checkpoint(bad, iteration=1)
+        assert ckpt.read_bytes() == good
+    with open_feeder(job, resume=str(ckpt)) as f:
+        assert f.resumed_iteration == 1 and f.consumed_samples == 2
+
+
 def test_errors_are_their_classes(job):
     with pytest.raises(gridfeed.NotFound, match="corpora/absent"):
         open_feeder(job, data_path=["corpora/absent"])

@@ -233,8 +233,15 @@ def test_replay_equals_the_cli(gridfeed_bin, job, tmp_path):
     assert np.array_equal(same[1]["records"], ours[1]["records"])
     with pytest.raises(gridfeed.InvalidArgument, match="data_parallel_size must be given"):
         gridfeed.replay(job, steps="0:1")
-    with pytest.raises(gridfeed.InvalidArgument, match="steps must be"):
+    with pytest.raises(gridfeed.InvalidArgument, match="argument 'steps' must be"):
         gridfeed.replay(job, steps="3:1", data_parallel_size=2)
+
+
+@pytest.mark.parametrize("steps", [(0, 2**70), 2**70, (-2**70, 1), range(0, 2**70),
+                                   (0, 2**41), "0:99999999999999999999", (True, 2)])
+def test_replay_bounds_its_steps_and_names_them(job, steps):
+    with pytest.raises(gridfeed.InvalidArgument, match="gridfeed.replay: argument 'steps'"):
+        gridfeed.replay(job, steps=steps, data_parallel_size=2, micro_batch_size=2)
 
 
 def test_replay_of_a_ledger_equals_the_cli(gridfeed_bin, job, tmp_path):

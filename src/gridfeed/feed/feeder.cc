@@ -121,7 +121,8 @@ struct Feeder::Impl {
   // reader's read error reaches its peers instead of data. Returns it (sticky in `failed`).
   Status ShareReadStatus(Status* read);
 
-  ~Impl() {
+  // Stops and joins the prefetch thread (local; idempotent).
+  void StopPrefetch() {
     if (worker.joinable()) {
       {
         std::lock_guard lock(mu);
@@ -131,6 +132,7 @@ struct Feeder::Impl {
       worker.join();
     }
   }
+  ~Impl() { StopPrefetch(); }
 };
 
 // The fingerprint of every option is agreed first, so every later decision is the same on every
@@ -631,6 +633,12 @@ Status Feeder::Impl::ShareReadStatus(Status* read) {
 
 Feeder::Feeder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Feeder::~Feeder() = default;
+
+void Feeder::Abandon(std::unique_ptr<Feeder> feeder) {
+  if (!feeder) return;
+  feeder->impl_->StopPrefetch();
+  static_cast<void>(feeder.release());  // its MPI handles are the job's end to free
+}
 
 Result<std::unique_ptr<Feeder>> Feeder::Open(const FeederOptions& options, MPI_Comm comm) {
   auto im = std::make_unique<Impl>();

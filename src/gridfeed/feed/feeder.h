@@ -82,6 +82,11 @@ class Feeder {
  public:
   static Result<std::unique_ptr<Feeder>> Open(const FeederOptions& options, MPI_Comm comm);
   ~Feeder();  // collective on the communicator given to Open (see above)
+  // Local (no communication): stops the prefetch thread and gives `feeder` up without its
+  // collective destruction; its communicators and node-shared window stay allocated until
+  // MPI_Finalize or MPI_Abort ends the job. For a rank that cannot destroy its Feeder at the
+  // same point as its peers (an exception only it sees, MPI_Finalize reached with it open).
+  static void Abandon(std::unique_ptr<Feeder> feeder);
   Feeder(const Feeder&) = delete;
   Feeder& operator=(const Feeder&) = delete;
 

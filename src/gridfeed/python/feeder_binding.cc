@@ -6,16 +6,22 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
+#include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "gridfeed/audit/ledger.h"
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/feed/feeder.h"
+#include "gridfeed/io/file_util.h"
 #include "gridfeed/parallel/agree.h"
 #include "gridfeed/python/errors.h"
+#include "gridfeed/python/job_abort.h"
 #include "gridfeed/python/kwargs.h"
 
 namespace gridfeed::python {
@@ -95,6 +101,48 @@ class PyMicroBatch {
   feed::MicroBatch mb_;
 };
 
+class PyFeeder;
+
+// Open feeders, for the MPI_Finalize hook; guarded by g_open_mu.
+std::mutex g_open_mu;
+std::set<PyFeeder*> g_open;
+
+// The facts of an open feeder that do not change after Open (read without the lock).
+struct Facts {
+  int world_rank = 0, world_size = 0, dp_rank = 0, tp_rank = 0, pp_rank = 0, cp_rank = 0;
+  int dp_size = 0, tp_size = 0, pp_size = 0, cp_size = 0;
+  bool first_stage = false, last_stage = false, reader = false;
+  MPI_Comm world = MPI_COMM_NULL, dp = MPI_COMM_NULL, tp = MPI_COMM_NULL, pp = MPI_COMM_NULL,
+           cp = MPI_COMM_NULL;
+  int64_t resumed_iteration = 0, micro_batches = 0, split_length = 0;
+  std::string fingerprint, canonical;
+  config::JobOptions options;
+  feed::StartupTimes startup;
+};
+
+// Whether an exception other than StopIteration is being handled on this thread (an except or
+// finally block): a close() there may be this rank's alone. REQUIRES: the GIL.
+bool HandlingAnException() {
+  py::object info = py::module_::import("sys").attr("exc_info")();
+  py::object type = info.cast<py::tuple>()[0];
+  return !type.is_none() && !PyErr_GivenExceptionMatches(type.ptr(), PyExc_StopIteration);
+}
+
+int OnFinalize(MPI_Comm, int, void*, void*);
+
+// Registers OnFinalize as the delete callback of an attribute of MPI_COMM_SELF, which
+// MPI_Finalize runs first (MPI 3.1, 8.7.1), once.
+void HookFinalize() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    int keyval = MPI_KEYVAL_INVALID;
+    if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, OnFinalize, &keyval, nullptr) ==
+        MPI_SUCCESS) {
+      MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr);
+    }
+  });
+}
+
 class PyFeeder {
  public:
   explicit PyFeeder(py::kwargs kwargs) {
@@ -117,6 +165,16 @@ class PyFeeder {
     if (c == MPI_COMM_NULL || finalized) {
       ThrowIfError(FailedPrecondition("gridfeed.Feeder: MPI is finalized or 'comm' is null"));
     }
+    // Every rank of an intercommunicator sees it as one (a local call), so every rank raises.
+    int inter = 0;
+    MPI_Comm_test_inter(c, &inter);
+    if (inter) {
+      ThrowIfError(
+          InvalidArgument("gridfeed.Feeder: keyword 'comm' is an intercommunicator; a "
+                          "Feeder needs an intracommunicator (e.g. MPI.COMM_WORLD or one from "
+                          "Split)"));
+    }
+    HookFinalize();
     // Keyword errors are local; they are agreed before Open so no rank waits alone.
     auto local = OptionsFromKwargs("gridfeed.Feeder", kwargs, config::Groups::All());
     Status checked = local.ok() ? config::Validate(*local) : local.status();
@@ -149,37 +207,74 @@ class PyFeeder {
       }
     }
     ThrowIfError(ledger_opened);
+    const auto& g = feeder_->grid();
+    facts_.world_rank = g.world_rank(), facts_.world_size = g.world_size();
+    facts_.dp_rank = g.dp_rank(), facts_.tp_rank = g.tp_rank(), facts_.pp_rank = g.pp_rank();
+    facts_.cp_rank = g.cp_rank(), facts_.dp_size = g.dp_size(), facts_.tp_size = g.tp_size();
+    facts_.pp_size = g.pp_size(), facts_.cp_size = g.cp_size();
+    facts_.first_stage = g.first_stage(), facts_.last_stage = g.last_stage();
+    facts_.reader = g.is_reader();
+    facts_.world = g.world(), facts_.dp = g.dp_comm(), facts_.tp = g.tp_comm();
+    facts_.pp = g.pp_comm(), facts_.cp = g.cp_comm();
+    facts_.resumed_iteration = feeder_->resumed_iteration();
+    facts_.micro_batches = feeder_->num_microbatches_per_global_batch();
+    facts_.split_length = feeder_->split_length();
+    facts_.fingerprint = feeder_->fingerprint();
+    facts_.canonical = feeder_->canonical_config();
+    facts_.options = feeder_->options();
+    facts_.startup = feeder_->startup();
+    consumed_ = feeder_->consumed_samples();
+    open_ = true;
+    std::lock_guard lock(g_open_mu);
+    g_open.insert(this);
   }
 
   ~PyFeeder() {
-    // Not closed: leave the MPI resources to MPI_Finalize (see feeder_binding.h).
-    Abandon();
+    // Not closed: a local end (see feeder_binding.h). No call is in flight (one would hold a
+    // reference to this object).
+    {
+      std::lock_guard lock(g_open_mu);
+      g_open.erase(this);
+    }
+    std::lock_guard lock(call_mu_);
+    AbandonLocked();
   }
 
   py::object Next() {
-    feed::Feeder& f = Open();
+    RaiseDeferredInterrupt();
+    Result<feed::MicroBatch> r = Status();
     Status logged;
-    auto r = [&] {
+    {
       py::gil_scoped_release release;
-      auto mb = f.Next();
-      if (mb.ok()) {
-        if (mb->device_payload != nullptr) {
-          // Device path: the arrays are a host copy of what reached this rank's GPU.
-          auto host = f.DevicePayloadToHost(*mb);
-          if (host.ok()) {
-            f.payload_layout().Unpack(*host, &*mb);
-          } else {
-            logged = host.status();
+      std::unique_lock lock(call_mu_);  // one call at a time; taken without the GIL
+      if (!feeder_) {
+        r = ClosedStatus();
+      } else {
+        feed::Feeder& f = *feeder_;
+        {
+          InterruptWatch watch("gridfeed.Feeder.next()");
+          r = f.Next();
+        }
+        if (r.ok()) {
+          if (r->device_payload != nullptr) {
+            // Device path: the arrays are a host copy of what reached this rank's GPU.
+            auto host = f.DevicePayloadToHost(*r);
+            if (host.ok()) {
+              f.payload_layout().Unpack(*host, &*r);
+            } else {
+              logged = host.status();
+            }
+          }
+          if (ledger_) {
+            for (const auto& rec : r->records) {
+              if (logged.ok()) logged = ledger_->Append(rec);
+            }
           }
         }
-        if (ledger_) {
-          for (const auto& rec : mb->records) {
-            if (logged.ok()) logged = ledger_->Append(rec);
-          }
-        }
+        consumed_ = f.consumed_samples();
+        if (abandon_requested_) AbandonLocked();
       }
-      return mb;
-    }();
+    }
     if (!r.ok()) {
       if (r.status().code() == StatusCode::kOutOfRange) {
         PyErr_SetString(PyExc_StopIteration, r.status().message().c_str());
@@ -188,22 +283,66 @@ class PyFeeder {
       ThrowIfError(r.status());
     }
     ThrowIfError(logged);
-    return py::cast(PyMicroBatch(std::move(r).value()));
+    py::object out = py::cast(PyMicroBatch(std::move(r).value()));
+    // A SIGINT that arrived during the call would raise KeyboardInterrupt as soon as this
+    // returns, before the caller holds the micro-batch that consumed_samples counts: the
+    // interrupt is taken here and raised by this Feeder's next call instead.
+    // (PyErr_CheckSignals does nothing off the main thread, where Python raises it anyway.)
+    if (PyErr_CheckSignals() != 0) {
+      deferred_ = py::error_already_set();
+    }
+    return out;
   }
 
-  void SaveCheckpoint(const std::string& path, int64_t iteration) {
-    feed::Feeder& f = Open();
+  void SaveCheckpoint(py::object path_arg, py::object iteration_arg) {
+    RaiseDeferredInterrupt();
+    // Checked here and agreed below: a rank given other arguments must not wait alone.
+    std::string path;
+    Status local = PathArgument(path_arg, &path);
+    int64_t iteration = -1;
+    if (local.ok()) local = IterationArgument(iteration_arg, &iteration);
     Status st;
     {
       py::gil_scoped_release release;
-      st = FlushLedger();
-      if (st.ok()) st = f.SaveCheckpoint(path, iteration);
+      std::unique_lock lock(call_mu_);
+      if (!feeder_) {
+        st = ClosedStatus();
+      } else {
+        const auto& g = feeder_->grid();
+        // World rank 0 writes: it creates the folder (as `gridfeed run --save` does).
+        if (local.ok() && g.world_rank() == 0) {
+          const std::string parent = std::filesystem::path(path).parent_path().string();
+          if (!parent.empty()) local = io::MakeDirs(parent);
+        }
+        st = parallel::AgreeOnStatus(g.world(), local, g.world_rank());
+        if (st.ok()) st = FlushLedger();
+        if (st.ok()) st = feeder_->SaveCheckpoint(path, iteration);
+        if (abandon_requested_) AbandonLocked();
+      }
     }
     ThrowIfError(st);
   }
 
   void Close() {
+    if (!open_) return;
+    if (HandlingAnException()) {
+      // In an except or finally block this rank may be alone: no collective (see the header).
+      Abandon();
+      return;
+    }
+    RaiseDeferredInterrupt();
+    std::unique_lock lock(call_mu_, std::try_to_lock);
+    if (!lock.owns_lock()) {
+      ThrowIfError(
+          FailedPrecondition("gridfeed.Feeder.close(): another thread is in next() or "
+                             "save_checkpoint() of this Feeder; close it after that returns"));
+    }
     if (!feeder_) return;
+    {
+      std::lock_guard open_lock(g_open_mu);
+      g_open.erase(this);
+    }
+    open_ = false;
     Status st;
     {
       py::gil_scoped_release release;
@@ -214,37 +353,129 @@ class PyFeeder {
     ThrowIfError(st);
   }
 
-  // Local: stops using the feeder without its collective destruction.
+  // Local: gives the feeder up without its collective destruction (feed::Feeder::Abandon).
+  // When another thread's call is in flight, that call does it when it returns.
   void Abandon() {
-    ledger_.reset();
-    if (feeder_) static_cast<void>(feeder_.release());  // freed by the end of the job
+    {
+      std::lock_guard open_lock(g_open_mu);
+      g_open.erase(this);
+    }
+    std::unique_lock lock(call_mu_, std::try_to_lock);
+    if (lock.owns_lock()) {
+      AbandonLocked();
+    } else {
+      abandon_requested_ = true;
+      open_ = false;
+    }
+  }
+
+  // MPI_Finalize with this feeder open (any thread, maybe without the GIL).
+  void AbandonAtFinalize() {
+    std::unique_lock lock(call_mu_, std::try_to_lock);
+    finalized_ = true;
+    if (lock.owns_lock()) {
+      AbandonLocked();
+    } else {
+      abandon_requested_ = true;
+      open_ = false;
+    }
   }
 
   // Seconds that `n` calls of the C++ Next() take (the benchmark's floor). Collective as Next.
   double TimeCxxNext(int64_t n) {
-    feed::Feeder& f = Open();
     Status st;
     double seconds = 0;
     {
       py::gil_scoped_release release;
-      Stopwatch watch;
-      for (int64_t i = 0; i < n && st.ok(); ++i) {
-        auto mb = f.Next();
-        if (!mb.ok()) st = mb.status();
+      std::unique_lock lock(call_mu_);
+      if (!feeder_) {
+        st = ClosedStatus();
+      } else {
+        Stopwatch watch;
+        for (int64_t i = 0; i < n && st.ok(); ++i) {
+          auto mb = feeder_->Next();
+          if (!mb.ok()) st = mb.status();
+        }
+        seconds = watch.Seconds();
+        consumed_ = feeder_->consumed_samples();
       }
-      seconds = watch.Seconds();
     }
     ThrowIfError(st);
     return seconds;
   }
 
-  feed::Feeder& Open() const {
-    if (!feeder_) ThrowIfError(FailedPrecondition("the gridfeed.Feeder is closed"));
-    return *feeder_;
+  // The facts of an open feeder; raises FailedPrecondition when closed.
+  const Facts& facts() const {
+    if (!open_) ThrowIfError(ClosedStatus());
+    return facts_;
   }
-  bool closed() const { return !feeder_; }
+  int64_t consumed_samples() const {
+    facts();
+    return consumed_;
+  }
+  bool closed() const { return !open_; }
 
  private:
+  // REQUIRES: call_mu_ held.
+  void AbandonLocked() {
+    ledger_.reset();  // flushes what it can; local
+    feed::Feeder::Abandon(std::move(feeder_));
+    open_ = false;
+    abandon_requested_ = false;
+  }
+
+  Status ClosedStatus() const {
+    return FailedPrecondition(finalized_ ? "the gridfeed.Feeder was given up by MPI_Finalize"
+                                         : "the gridfeed.Feeder is closed");
+  }
+
+  void RaiseDeferredInterrupt() {
+    if (!deferred_) return;
+    py::error_already_set e = std::move(*deferred_);
+    deferred_.reset();
+    throw e;
+  }
+
+  static Status PathArgument(const py::object& v, std::string* out) {
+    py::object text = v;
+    if (!py::isinstance<py::str>(v) && py::hasattr(v, "__fspath__")) text = v.attr("__fspath__")();
+    if (!py::isinstance<py::str>(text)) {
+      return InvalidArgument(
+          "gridfeed.Feeder.save_checkpoint: argument 'path' must be a str or path-like, got " +
+          py::repr(v).cast<std::string>());
+    }
+    *out = text.cast<std::string>();
+    if (out->empty() || out->find('\0') != std::string::npos) {
+      return InvalidArgument(
+          "gridfeed.Feeder.save_checkpoint: argument 'path' is empty or holds a NUL "
+          "character");
+    }
+    return Status::Ok();
+  }
+
+  // What the cursor reader accepts (checkpoint::ReadCursor, and so WriteCursor: an iteration
+  // in [0, 2^40], the range of --train-iters), checked here to name the argument.
+  static Status IterationArgument(const py::object& v, int64_t* out) {
+    constexpr long long kMaxIteration = 1LL << 40;
+    const std::string got = py::repr(v).cast<std::string>().substr(0, 60);
+    if (PyBool_Check(v.ptr()) || !PyIndex_Check(v.ptr())) {
+      return InvalidArgument(
+          "gridfeed.Feeder.save_checkpoint: argument 'iteration' must be an integer, got " + got);
+    }
+    int overflow = 0;
+    py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr()));
+    long long n = index ? PyLong_AsLongLongAndOverflow(index.ptr(), &overflow) : -1;
+    if (!index || overflow != 0 || (n == -1 && PyErr_Occurred())) PyErr_Clear();
+    if (!index || overflow != 0 || n < 0 || n > kMaxIteration) {
+      return InvalidArgument(
+          "gridfeed.Feeder.save_checkpoint: argument 'iteration' must be in [0, 2^40] (the "
+          "range of --train-iters), got " +
+          got);
+    }
+    *out = n;
+    return Status::Ok();
+  }
+
   // Collective on the world: the first-stage reader of CP rank 0 of each DP rank opens its
   // ledger file (as gridfeed run does).
   Status OpenLedger() {
@@ -273,9 +504,25 @@ class PyFeeder {
     return parallel::AgreeOnStatus(g.world(), flushed, g.world_rank());
   }
 
-  std::unique_ptr<feed::Feeder> feeder_;
-  std::unique_ptr<audit::LedgerWriter> ledger_;
+  // call_mu_ serialises the calls into the C++ Feeder (next, save_checkpoint, close, the local
+  // ends); it is only ever waited for without the GIL, and never held while waiting for it.
+  mutable std::mutex call_mu_;
+  std::unique_ptr<feed::Feeder> feeder_;           // guarded by call_mu_
+  std::unique_ptr<audit::LedgerWriter> ledger_;    // guarded by call_mu_
+  std::atomic<bool> open_{false};                  // not closed nor given up
+  std::atomic<bool> abandon_requested_{false};     // by a thread that found call_mu_ held
+  std::atomic<bool> finalized_{false};             // given up by MPI_Finalize
+  std::atomic<int64_t> consumed_{0};               // after the last next()
+  std::optional<py::error_already_set> deferred_;  // a KeyboardInterrupt taken in next()
+  Facts facts_;
 };
+
+int OnFinalize(MPI_Comm, int, void*, void*) {
+  std::lock_guard lock(g_open_mu);
+  for (PyFeeder* f : g_open) f->AbandonAtFinalize();
+  g_open.clear();
+  return MPI_SUCCESS;
+}
 
 }  // namespace
 
@@ -357,7 +604,7 @@ with its own seq_length changes it between global batches.)doc")
       });
   py::module_::import("collections.abc").attr("Mapping").attr("register")(m.attr("MicroBatch"));
 
-  auto grid = [](const PyFeeder& f) -> const parallel::Grid& { return f.Open().grid(); };
+  using F = const PyFeeder&;
   py::class_<PyFeeder>(m, "Feeder", R"doc(
 gridfeed's feeder for one rank of an MPI job (collective constructor):
 
@@ -365,11 +612,15 @@ gridfeed's feeder for one rank of an MPI job (collective constructor):
 
 Keywords are the option table's names with underscores (gridfeed.option_table()); config= is a
 YAML file of the same options, which keywords override. Unknown keywords raise
-gridfeed.InvalidArgument on every rank. next() returns the next MicroBatch (collective on the
-TP group) and raises StopIteration on every rank at the same step when the split runs out; the
-Feeder is also an iterator. close() is collective: call it on every rank at the same point, or
-use `with Feeder(...) as feeder:`. A Feeder dropped without close() (or left by an exception)
-is not destroyed collectively; its MPI resources stay until MPI_Finalize.)doc")
+gridfeed.InvalidArgument on every rank; so does an intercommunicator. next() returns the next
+MicroBatch (collective on the TP group) and raises StopIteration on every rank at the same step
+when the split runs out; the Feeder is also an iterator. close() is collective: call it on every
+rank at the same point, or use `with Feeder(...) as feeder:`. Left by an exception (a `with`
+block's, or close() called in an except/finally block while an exception other than
+StopIteration is handled), dropped without close(), or open at MPI_Finalize, a Feeder is given
+up locally instead: its prefetch thread stops, its MPI resources stay until the job ends.
+Thread safe: calls are serialised by a per-Feeder lock; close() while another thread is in
+next() raises gridfeed.FailedPrecondition; any call after close() raises it too.)doc")
       .def(py::init([](py::kwargs kwargs) { return std::make_unique<PyFeeder>(kwargs); }))
       .def("next", &PyFeeder::Next,
            "The next MicroBatch (collective on the TP group; releases the GIL)")
@@ -377,9 +628,11 @@ is not destroyed collectively; its MPI resources stay until MPI_Finalize.)doc")
       .def("__iter__", [](py::object self) { return self; })
       .def("save_checkpoint", &PyFeeder::SaveCheckpoint, py::arg("path"), py::kw_only(),
            py::arg("iteration"),
-           "Collective: world rank 0 writes the HDF5 cursor atomically (the ledger is flushed "
-           "first); resume with resume=path")
-      .def("close", &PyFeeder::Close, "Collective: destroys the feeder on every rank")
+           "Collective: world rank 0 writes the HDF5 cursor atomically, creating its folder (the "
+           "ledger is flushed first); iteration >= 0; resume with resume=path")
+      .def("close", &PyFeeder::Close,
+           "Collective: destroys the feeder on every rank (local when called while an exception "
+           "is handled; see the class)")
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__",
            [](PyFeeder& f, py::object type, py::object, py::object) {
@@ -393,59 +646,45 @@ is not destroyed collectively; its MPI resources stay until MPI_Finalize.)doc")
       .def("_time_cxx_next", &PyFeeder::TimeCxxNext, py::arg("n"),
            "Benchmarks only: seconds for n calls of the C++ Next()")
       .def_property_readonly("closed", &PyFeeder::closed)
-      .def_property_readonly("world_rank", [=](const PyFeeder& f) { return grid(f).world_rank(); })
-      .def_property_readonly("world_size", [=](const PyFeeder& f) { return grid(f).world_size(); })
-      .def_property_readonly("dp_rank", [=](const PyFeeder& f) { return grid(f).dp_rank(); })
-      .def_property_readonly("tp_rank", [=](const PyFeeder& f) { return grid(f).tp_rank(); })
-      .def_property_readonly("pp_rank", [=](const PyFeeder& f) { return grid(f).pp_rank(); })
-      .def_property_readonly("cp_rank", [=](const PyFeeder& f) { return grid(f).cp_rank(); })
-      .def_property_readonly("dp_size", [=](const PyFeeder& f) { return grid(f).dp_size(); })
-      .def_property_readonly("tp_size", [=](const PyFeeder& f) { return grid(f).tp_size(); })
-      .def_property_readonly("pp_size", [=](const PyFeeder& f) { return grid(f).pp_size(); })
-      .def_property_readonly("cp_size", [=](const PyFeeder& f) { return grid(f).cp_size(); })
+      .def_property_readonly("world_rank", [](F f) { return f.facts().world_rank; })
+      .def_property_readonly("world_size", [](F f) { return f.facts().world_size; })
+      .def_property_readonly("dp_rank", [](F f) { return f.facts().dp_rank; })
+      .def_property_readonly("tp_rank", [](F f) { return f.facts().tp_rank; })
+      .def_property_readonly("pp_rank", [](F f) { return f.facts().pp_rank; })
+      .def_property_readonly("cp_rank", [](F f) { return f.facts().cp_rank; })
+      .def_property_readonly("dp_size", [](F f) { return f.facts().dp_size; })
+      .def_property_readonly("tp_size", [](F f) { return f.facts().tp_size; })
+      .def_property_readonly("pp_size", [](F f) { return f.facts().pp_size; })
+      .def_property_readonly("cp_size", [](F f) { return f.facts().cp_size; })
       .def_property_readonly("sizes",
-                             [=](const PyFeeder& f) {
-                               const auto& g = grid(f);
+                             [](F f) {
+                               const Facts& g = f.facts();
                                py::dict d;
-                               d["dp"] = g.dp_size();
-                               d["tp"] = g.tp_size();
-                               d["pp"] = g.pp_size();
-                               d["cp"] = g.cp_size();
+                               d["dp"] = g.dp_size;
+                               d["tp"] = g.tp_size;
+                               d["pp"] = g.pp_size;
+                               d["cp"] = g.cp_size;
                                return d;
                              })
-      .def_property_readonly("is_first_stage",
-                             [=](const PyFeeder& f) { return grid(f).first_stage(); })
-      .def_property_readonly("is_last_stage",
-                             [=](const PyFeeder& f) { return grid(f).last_stage(); })
-      .def_property_readonly("is_reader", [=](const PyFeeder& f) { return grid(f).is_reader(); })
-      .def_property_readonly("world_comm",
-                             [=](const PyFeeder& f) { return WrapComm(grid(f).world()); })
-      .def_property_readonly("dp_comm",
-                             [=](const PyFeeder& f) { return WrapComm(grid(f).dp_comm()); })
-      .def_property_readonly("tp_comm",
-                             [=](const PyFeeder& f) { return WrapComm(grid(f).tp_comm()); })
-      .def_property_readonly("pp_comm",
-                             [=](const PyFeeder& f) { return WrapComm(grid(f).pp_comm()); })
-      .def_property_readonly("cp_comm",
-                             [=](const PyFeeder& f) { return WrapComm(grid(f).cp_comm()); })
-      .def_property_readonly("consumed_samples",
-                             [](const PyFeeder& f) { return f.Open().consumed_samples(); })
-      .def_property_readonly("resumed_iteration",
-                             [](const PyFeeder& f) { return f.Open().resumed_iteration(); })
+      .def_property_readonly("is_first_stage", [](F f) { return f.facts().first_stage; })
+      .def_property_readonly("is_last_stage", [](F f) { return f.facts().last_stage; })
+      .def_property_readonly("is_reader", [](F f) { return f.facts().reader; })
+      .def_property_readonly("world_comm", [](F f) { return WrapComm(f.facts().world); })
+      .def_property_readonly("dp_comm", [](F f) { return WrapComm(f.facts().dp); })
+      .def_property_readonly("tp_comm", [](F f) { return WrapComm(f.facts().tp); })
+      .def_property_readonly("pp_comm", [](F f) { return WrapComm(f.facts().pp); })
+      .def_property_readonly("cp_comm", [](F f) { return WrapComm(f.facts().cp); })
+      .def_property_readonly("consumed_samples", &PyFeeder::consumed_samples)
+      .def_property_readonly("resumed_iteration", [](F f) { return f.facts().resumed_iteration; })
+      .def_property_readonly("num_microbatches_per_global_batch",
+                             [](F f) { return f.facts().micro_batches; })
+      .def_property_readonly("split_length", [](F f) { return f.facts().split_length; })
+      .def_property_readonly("fingerprint", [](F f) { return f.facts().fingerprint; })
+      .def_property_readonly("canonical_config", [](F f) { return f.facts().canonical; })
       .def_property_readonly(
-          "num_microbatches_per_global_batch",
-          [](const PyFeeder& f) { return f.Open().num_microbatches_per_global_batch(); })
-      .def_property_readonly("split_length",
-                             [](const PyFeeder& f) { return f.Open().split_length(); })
-      .def_property_readonly("fingerprint",
-                             [](const PyFeeder& f) { return f.Open().fingerprint(); })
-      .def_property_readonly("canonical_config",
-                             [](const PyFeeder& f) { return f.Open().canonical_config(); })
-      .def_property_readonly(
-          "options",
-          [](const PyFeeder& f) { return OptionsDict(f.Open().options(), config::Groups::All()); })
-      .def_property_readonly("startup_seconds", [](const PyFeeder& f) {
-        const auto& s = f.Open().startup();
+          "options", [](F f) { return OptionsDict(f.facts().options, config::Groups::All()); })
+      .def_property_readonly("startup_seconds", [](F f) {
+        const auto& s = f.facts().startup;
         py::dict d;
         d["build"] = s.build_seconds;
         d["broadcast"] = s.broadcast_seconds;

@@ -1,11 +1,13 @@
 // The `gridfeed` Python module: the feeder for PyTorch training loops under mpirun and srun,
 // and the offline functions, over the same option table, errors and fingerprints as the
 // command line. See feeder_binding.h and offline_binding.h for the contracts.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include "gridfeed/config/options.h"
 #include "gridfeed/python/errors.h"
 #include "gridfeed/python/feeder_binding.h"
+#include "gridfeed/python/job_abort.h"
 #include "gridfeed/python/kwargs.h"
 #include "gridfeed/python/offline_binding.h"
 
@@ -16,6 +18,13 @@ PYBIND11_MODULE(gridfeed, m) {
       "gridfeed: an MPI-native data feeder for LLM pretraining (Megatron-compatible order).\n"
       "Feeder(comm=..., config=..., **options) feeds a training loop; tables, samples and replay\n"
       "answer offline. Keywords are the option table's names with underscores.";
+  // pybind11 looks NumPy's C API up lazily in a function-local static, under the GIL: the first
+  // NumPy views made from two threads at once deadlock there (one waits for the static's guard
+  // holding the GIL, the other for the GIL inside the import). Looked up here, once.
+  pybind11::detail::npy_api::get();
+  pybind11::dtype::of<int64_t>();
+  // An uncaught exception on one rank ends the job instead of hanging it (job_abort.h).
+  gridfeed::python::InstallExceptHook(m);
   gridfeed::python::RegisterErrors(m);
   gridfeed::python::RegisterFeeder(m);
   gridfeed::python::RegisterOffline(m);

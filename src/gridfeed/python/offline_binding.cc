@@ -274,7 +274,30 @@ py::dict Samples(const py::object& positions, const py::kwargs& kwargs) {
   return out;
 }
 
-// "A:B", N, (A, B) or range(A, B) -> [A, B) with 0 <= A < B.
+// The largest step replay accepts: the option table's bound on --train-iters (replay builds the
+// orders up to B).
+constexpr int64_t kMaxStep = int64_t{1} << 40;
+
+// A Python integer (not bool) in int64; false otherwise.
+bool StepInt(py::handle v, int64_t* out) {
+  if (PyBool_Check(v.ptr()) || !PyIndex_Check(v.ptr())) return false;
+  py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr()));
+  if (!index) {
+    PyErr_Clear();
+    return false;
+  }
+  int overflow = 0;
+  const long long n = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (overflow != 0 || (n == -1 && PyErr_Occurred())) {
+    PyErr_Clear();
+    return false;
+  }
+  *out = n;
+  return true;
+}
+
+// "A:B", N, (A, B) or range(A, B) -> [A, B) with 0 <= A < B <= 2^40; InvalidArgument naming
+// the argument otherwise.
 std::pair<int64_t, int64_t> Steps(const py::object& steps) {
   int64_t a = 0, b = 0;
   bool ok = false;
@@ -283,7 +306,7 @@ std::pair<int64_t, int64_t> Steps(const py::object& steps) {
     const auto colon = s.find(':');
     if (colon == std::string::npos) {
       const auto n = ParseInt64(s);
-      ok = n.has_value();
+      ok = n.has_value() && *n < kMaxStep;
       if (ok) a = *n, b = a + 1;
     } else {
       const auto x = ParseInt64(std::string_view(s).substr(0, colon));
@@ -292,24 +315,21 @@ std::pair<int64_t, int64_t> Steps(const py::object& steps) {
       if (ok) a = *x, b = *y;
     }
   } else if (py::isinstance<py::int_>(steps)) {
-    a = steps.cast<int64_t>();
-    b = a + 1;
-    ok = true;
+    ok = StepInt(steps, &a) && a < kMaxStep;
+    if (ok) b = a + 1;
   } else if (py::isinstance<py::tuple>(steps) && py::len(steps) == 2) {
-    a = steps.cast<py::tuple>()[0].cast<int64_t>();
-    b = steps.cast<py::tuple>()[1].cast<int64_t>();
-    ok = true;
-  } else if (py::isinstance(steps, py::module_::import("builtins").attr("range")) &&
-             steps.attr("step").cast<int64_t>() == 1) {
-    a = steps.attr("start").cast<int64_t>();
-    b = steps.attr("stop").cast<int64_t>();
-    ok = true;
+    const auto t = steps.cast<py::tuple>();
+    ok = StepInt(t[0], &a) && StepInt(t[1], &b);
+  } else if (py::isinstance(steps, py::module_::import("builtins").attr("range"))) {
+    int64_t step = 0;
+    ok = StepInt(steps.attr("step"), &step) && step == 1 && StepInt(steps.attr("start"), &a) &&
+         StepInt(steps.attr("stop"), &b);
   }
-  if (!ok || a < 0 || b <= a) {
+  if (!ok || a < 0 || b <= a || b > kMaxStep) {
     ThrowIfError(
-        InvalidArgument("gridfeed.replay: steps must be 'A:B', (A, B) or range(A, B) "
-                        "with 0 <= A < B, or N; got " +
-                        py::repr(steps).cast<std::string>()));
+        InvalidArgument("gridfeed.replay: argument 'steps' must be 'A:B', (A, B) or "
+                        "range(A, B) with 0 <= A < B <= 2^40, or N < 2^40; got " +
+                        py::repr(steps).cast<std::string>().substr(0, 80)));
   }
   return {a, b};
 }

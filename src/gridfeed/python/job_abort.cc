@@ -1,0 +1,185 @@
+#include "gridfeed/python/job_abort.h"
+
+#include <mpi.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
+namespace gridfeed::python {
+namespace py = pybind11;
+namespace {
+
+// World rank and size while MPI is usable; size 0 otherwise.
+void WorldOf(int* rank, int* size) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  *rank = 0;
+  *size = 0;
+  if (initialized && !finalized) {
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
+  }
+}
+
+// SIGINT bookkeeping. The handler only bumps an atomic counter and chains the handler it
+// replaced (Python's, which raises KeyboardInterrupt later on the main thread).
+std::atomic<unsigned long long> g_sigints{0};
+struct sigaction g_previous;  // valid while W().depth > 0 and W().installed
+
+void OnSigint(int sig, siginfo_t* info, void* context) {
+  g_sigints.fetch_add(1, std::memory_order_relaxed);  // lock-free: async-signal-safe
+  if (g_previous.sa_flags & SA_SIGINFO) {
+    if (g_previous.sa_sigaction != nullptr) g_previous.sa_sigaction(sig, info, context);
+  } else if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN) {
+    g_previous.sa_handler(sig);
+  }
+}
+
+// Never destroyed: the detached watchdog thread waits on the condition variable until the
+// process ends (glibc's pthread_cond_destroy would wait for it at exit).
+struct WatchState {
+  std::mutex mu;  // guards the rest
+  std::condition_variable cv;
+  int depth = 0;                      // active watches (all threads, all feeders)
+  bool installed = false;             // OnSigint is the SIGINT handler
+  unsigned long long generation = 0;  // bumped when depth goes 0 -> 1
+  unsigned long long base = 0;        // g_sigints then
+  std::string what;                   // what the first active watch waits in
+  bool watchdog = false;
+};
+WatchState& W() {
+  static auto* state = new WatchState;
+  return *state;
+}
+
+// Aborts the job when SIGINT arrived during a watch that is still active kInterruptGraceSeconds
+// after the signal was noticed.
+void Watchdog() {
+  std::unique_lock lock(W().mu);
+  unsigned long long generation = 0;
+  std::chrono::steady_clock::time_point noticed{};
+  bool seen = false;
+  for (;;) {  // polls at 20 Hz (nobody notifies: next() stays cheap)
+    W().cv.wait_for(lock, std::chrono::milliseconds(50));
+    if (W().depth == 0 || g_sigints.load() <= W().base) {
+      seen = false;
+      continue;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!seen || generation != W().generation) {
+      seen = true;
+      generation = W().generation;
+      noticed = now;
+      continue;
+    }
+    if (now - noticed > std::chrono::duration<double>(kInterruptGraceSeconds)) {
+      const std::string what = W().what;
+      lock.unlock();
+      AbortJob("interrupted (SIGINT) in " + what + ", which still waits " +
+               std::to_string(static_cast<int>(kInterruptGraceSeconds)) +
+               " s later (a peer may be dead or stuck): a collective cannot be left midway, "
+               "so the job ends");
+    }
+  }
+}
+
+}  // namespace
+
+void AbortJob(const std::string& message) {
+  int rank = 0, size = 0;
+  WorldOf(&rank, &size);
+  std::fprintf(stderr, "gridfeed: error (rank %d of %d): %s\n", rank, size, message.c_str());
+  std::fflush(stderr);
+  if (size > 0) MPI_Abort(MPI_COMM_WORLD, 1);
+  std::_Exit(1);
+}
+
+InterruptWatch::InterruptWatch(const char* what) {
+  std::lock_guard lock(W().mu);
+  start_count_ = g_sigints.load();
+  if (W().depth++ == 0) {
+    ++W().generation;
+    W().base = start_count_;
+    W().what = what;
+    struct sigaction current;
+    sigaction(SIGINT, nullptr, &current);
+    // Only over a handler function (Python's): SIG_DFL ends the process anyway, SIG_IGN asked
+    // for nothing to happen.
+    const bool function = (current.sa_flags & SA_SIGINFO) ||
+                          (current.sa_handler != SIG_DFL && current.sa_handler != SIG_IGN);
+    W().installed = false;
+    if (function) {
+      g_previous = current;
+      struct sigaction mine = {};
+      mine.sa_sigaction = OnSigint;
+      mine.sa_flags = SA_SIGINFO | (current.sa_flags & SA_ONSTACK);
+      sigemptyset(&mine.sa_mask);
+      W().installed = sigaction(SIGINT, &mine, nullptr) == 0;
+    }
+    if (!W().watchdog) {
+      std::thread(Watchdog).detach();
+      W().watchdog = true;
+    }
+  }
+}
+
+InterruptWatch::~InterruptWatch() {
+  std::lock_guard lock(W().mu);
+  if (--W().depth == 0 && W().installed) {
+    sigaction(SIGINT, &g_previous, nullptr);
+    W().installed = false;
+  }
+}
+
+bool InterruptWatch::interrupted() const { return g_sigints.load() > start_count_; }
+
+void InstallExceptHook(py::module_& m) {
+  py::module_ sys = py::module_::import("sys");
+  m.attr("_previous_excepthook") = sys.attr("excepthook");
+  m.def(
+      "_excepthook",
+      [](py::object type, py::object value, py::object traceback) {
+        int rank = 0, size = 0;
+        WorldOf(&rank, &size);
+        py::module_ sys = py::module_::import("sys");
+        const bool abort = size > 1;
+        if (abort) {
+          std::string name = "exception";
+          if (py::hasattr(type, "__name__")) name = py::str(type.attr("__name__"));
+          sys.attr("stderr").attr("write")("gridfeed: error (rank " + std::to_string(rank) +
+                                           " of " + std::to_string(size) + "): uncaught " + name +
+                                           "; the job ends (MPI_Abort) after its traceback:\n");
+        }
+        try {
+          py::module_::import("gridfeed").attr("_previous_excepthook")(type, value, traceback);
+        } catch (py::error_already_set& e) {
+          // The chained hook failed: print the original the default way.
+          PyErr_Clear();
+          sys.attr("__excepthook__")(type, value, traceback);
+        }
+        for (const char* stream : {"stdout", "stderr"}) {
+          try {
+            sys.attr(stream).attr("flush")();
+          } catch (py::error_already_set&) {
+            PyErr_Clear();
+          }
+        }
+        if (abort) {
+          std::fflush(stderr);
+          MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+      },
+      "sys.excepthook while gridfeed is imported: an uncaught exception on a rank of an MPI job "
+      "of more than one process prints its traceback and ends the whole job (MPI_Abort); the "
+      "previous hook (gridfeed._previous_excepthook) prints it");
+  sys.attr("excepthook") = m.attr("_excepthook");
+}
+
+}  // namespace gridfeed::python

@@ -1,0 +1,214 @@
+"""Scenarios of test_job_end.py, one per run under mpirun: `job_end_scenarios.py NAME PID_DIR`.
+
+Each rank writes its PID to PID_DIR/rank<N>.pid first (so the test can signal a rank, and
+clean up what it started). A scenario that ends well prints "SCENARIO OK" on world rank 0 and
+exits 0; the ones that must end the job abort it. Run from tests/golden/megatron (job.yaml's
+paths)."""
+import os
+import signal
+import sys
+import threading
+import time
+
+from mpi4py import MPI
+
+import gridfeed
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JOB = os.path.join(HERE, "job.yaml")
+WORLD = MPI.COMM_WORLD
+RANK = WORLD.Get_rank()
+
+
+def feeder(**kw):
+    return gridfeed.Feeder(comm=WORLD, config=JOB, **{"micro_batch_size": 2, **kw})
+
+
+def ok():
+    WORLD.Barrier()
+    if RANK == 0:
+        print("SCENARIO OK", flush=True)
+
+
+def uncaught_at_pp2():
+    """README's first snippet at PP 2: the last stage reads 'tokens', which it does not get."""
+    f = feeder(pipeline_model_parallel_size=2, global_batch_size=4)
+    mb = f.next()
+    mb["tokens"]  # KeyError on the last stage
+    f.close()
+
+
+def uncaught_in_with():
+    """Rank 1 raises inside a with block; the others go on to close() (a collective)."""
+    with feeder(global_batch_size=4 * WORLD.Get_size() // 2) as f:
+        f.next()
+        if RANK == 1:
+            raise ValueError("boom on rank 1")
+        f.next()
+
+
+def close_while_unwinding():
+    """Rank 1 closes in a finally block while its exception unwinds; rank 0 waits in a
+    barrier that rank 1 never reaches: rank 1's close() must not wait for rank 0."""
+    f = feeder(global_batch_size=2 * WORLD.Get_size())
+    f.next()
+    if RANK == 1:
+        try:
+            raise RuntimeError("boom on rank 1")
+        finally:
+            f.close()
+    WORLD.Barrier()
+    f.close()
+
+
+def intercommunicator():
+    color = RANK % 2
+    local = WORLD.Split(color, RANK)
+    inter = local.Create_intercomm(0, WORLD, 1 - color, tag=7)
+    try:
+        gridfeed.Feeder(comm=inter, config=JOB, micro_batch_size=2).close()
+        mine = None
+    except gridfeed.InvalidArgument as e:
+        mine = str(e)
+    got = WORLD.allgather(mine)
+    assert all(g is not None and "intercommunicator" in g for g in got), got
+    ok()
+
+
+def two_threads_next():
+    """Two threads call next() at once, 40 times each: every call gets its own micro-batch."""
+    f = feeder(global_batch_size=2)
+    positions, errors = [], []
+    start = threading.Barrier(2)
+
+    def work():
+        start.wait()
+        try:
+            for _ in range(40):
+                positions.extend(int(p) for p in f.next().sample_positions)
+        except BaseException as e:  # noqa: BLE001 (reported below)
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert sorted(positions) == list(range(160)), sorted(positions)[:10]
+    assert f.consumed_samples == 160, f.consumed_samples
+    f.close()
+    ok()
+
+
+def close_during_next():
+    """TP 2: TP rank 1's next() waits for TP rank 0 (a second late); meanwhile another thread
+    of TP rank 1 calls close(), which must refuse at once, not deadlock."""
+    f = feeder(tensor_model_parallel_size=2, global_batch_size=2)
+    if f.tp_rank == 0:
+        time.sleep(1.5)
+        f.next()
+    else:
+        got = []
+        t = threading.Thread(target=lambda: got.append(f.next()))
+        t.start()
+        time.sleep(0.3)
+        began = time.monotonic()
+        try:
+            f.close()
+            raise AssertionError("close() during next() did not raise")
+        except gridfeed.FailedPrecondition as e:
+            assert "next()" in str(e), e
+        assert time.monotonic() - began < 0.5
+        t.join()
+        assert len(got) == 1 and f.consumed_samples == 2
+    f.close()
+    try:
+        f.next()
+        raise AssertionError("next() after close() did not raise")
+    except gridfeed.FailedPrecondition:
+        pass
+    ok()
+
+
+def numpy_views_from_two_threads():
+    """The first NumPy views of a process, made from two threads at once (numpy not imported
+    before gridfeed's first views)."""
+    f = feeder(global_batch_size=2)
+    mbs = [f.next(), f.next()]
+    start = threading.Barrier(2)
+    shapes = []
+
+    def view(mb):
+        start.wait()
+        for _ in range(200):
+            shapes.append(mb["tokens"].shape)
+
+    threads = [threading.Thread(target=view, args=(mb,)) for mb in mbs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert shapes == [(2, 64)] * 400
+    f.close()
+    ok()
+
+
+def finalize_with_open_feeder():
+    """MPI.Finalize() with an open Feeder whose prefetch thread is busy: no crash; the Feeder
+    is given up and raises afterwards."""
+    f = feeder(global_batch_size=2 * WORLD.Get_size(), prefetch_depth=65536)
+    f.next()
+    WORLD.Barrier()
+    MPI.Finalize()
+    try:
+        f.next()
+        raise AssertionError("next() after MPI_Finalize did not raise")
+    except gridfeed.FailedPrecondition as e:
+        assert "Finalize" in str(e), e
+    del f
+    print("SCENARIO OK", flush=True)
+
+
+def sigint_with_stuck_peer():
+    """TP 2: TP rank 0 never calls next() (a stuck peer); TP rank 1 waits in next() and gets
+    SIGINT (sent by the test): the job must end."""
+    f = feeder(tensor_model_parallel_size=2, global_batch_size=2)
+    if f.tp_rank == 0:
+        time.sleep(600)
+    else:
+        open(os.path.join(sys.argv[2], "waiting"), "w").close()
+        f.next()
+    f.close()
+
+
+def sigint_keeps_the_micro_batch():
+    """TP 2: SIGINT reaches TP rank 1 while its next() waits for TP rank 0 (a second late):
+    the micro-batch is not lost; KeyboardInterrupt comes from the next call, before it takes
+    anything, so consumed_samples counts exactly what was handed over."""
+    f = feeder(tensor_model_parallel_size=2, global_batch_size=2)
+    if f.tp_rank == 0:
+        time.sleep(1.0)
+        f.next()
+        handed, interrupted = 1, False
+    else:
+        threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        handed, interrupted = 0, False
+        for _ in range(2):
+            try:
+                f.next()
+                handed += 1
+            except KeyboardInterrupt:
+                interrupted = True
+                break
+        assert interrupted, "no KeyboardInterrupt"
+    assert f.consumed_samples == 2 * handed, (f.consumed_samples, handed)
+    WORLD.Barrier()
+    f.close()
+    ok()
+
+
+if __name__ == "__main__":
+    with open(os.path.join(sys.argv[2], f"rank{RANK}.pid"), "w") as pid:
+        pid.write(str(os.getpid()))
+    globals()[sys.argv[1]]()
