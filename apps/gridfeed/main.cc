@@ -4,6 +4,7 @@
 #include <map>
 
 #include "commands.h"
+#include "gridfeed/config/flags.h"
 #include "gridfeed/core/build_config.h"
 #include "gridfeed/device/probe.h"
 
@@ -41,7 +42,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return gridfeed::config::ExitOnParseError(app, e);  // unknown flags: "did you mean"
   }
   try {
     if (version->parsed()) {

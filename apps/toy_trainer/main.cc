@@ -392,7 +392,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
+    int rc = gridfeed::config::ExitOnParseError(app, e);
     MPI_Finalize();
     return rc;
   }

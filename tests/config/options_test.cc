@@ -5,14 +5,18 @@
 #include "gridfeed/config/options.h"
 
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "gridfeed/config/canonical.h"
 #include "gridfeed/config/flags.h"
+#include "gridfeed/config/mixture_schedule.h"
 
 namespace gridfeed::config {
 namespace {
@@ -186,6 +190,123 @@ TEST(Yaml, ErrorsNameTheKey) {
   EXPECT_NE(st.message().find("not an option of this command"), std::string::npos);
 }
 
+// An unknown key names the nearest valid one: a typo, '_' for '-' (the YAML keys are the
+// flags' names: seq-length), and the schedule's own keys.
+TEST(Yaml, UnknownKeysNameTheNearestValidKey) {
+  JobOptions o;
+  Status st = ApplyYaml(WriteYaml("seq_length: 64\n"), Groups::All(), &o);
+  EXPECT_NE(st.message().find("unknown key 'seq_length' (did you mean 'seq-length'?)"),
+            std::string::npos)
+      << st.message();
+  st = ApplyYaml(WriteYaml("global-batch-sise: 8\n"), Groups::All(), &o);
+  EXPECT_NE(st.message().find("did you mean 'global-batch-size'?"), std::string::npos)
+      << st.message();
+  st = ApplyYaml(WriteYaml("schedul: []\n"), Groups::All(), &o);
+  EXPECT_NE(st.message().find("did you mean 'schedule'?"), std::string::npos) << st.message();
+  st = ApplyYaml(WriteYaml("max-epochs: {a: 1}\n"), Groups::All(), &o);
+  EXPECT_NE(st.message().find("did you mean 'max_epochs'?"), std::string::npos) << st.message();
+  // Nothing near: no guess.
+  st = ApplyYaml(WriteYaml("frobnicate: 1\n"), Groups::All(), &o);
+  EXPECT_NE(st.message().find("unknown key 'frobnicate'"), std::string::npos) << st.message();
+  EXPECT_EQ(st.message().find("did you mean"), std::string::npos) << st.message();
+  // Inside the schedule: stage keys, source keys, source names.
+  const std::string sources = "seq-length: 64\nsources: {web: w, code: {path: c, tokens: 5}}\n";
+  st = ApplyYaml(WriteYaml(sources + "schedule: [{samples: 5, mixtrue: {web: 1}}]\n"),
+                 Groups::All(), &o);
+  EXPECT_NE(st.message().find("schedule[0].mixtrue is not a stage key"), std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("did you mean 'mixture'?"), std::string::npos) << st.message();
+  st = ApplyYaml(WriteYaml(sources + "schedule: [{samples: 5, seq-lenght: 8, alpha: 1}]\n"),
+                 Groups::All(), &o);
+  EXPECT_NE(st.message().find("did you mean 'seq_length'?"), std::string::npos) << st.message();
+  st = ApplyYaml(WriteYaml("sources: {web: {path: w, tokns: 5}}\nschedule: [{samples: 5, "
+                           "alpha: 1}]\n"),
+                 Groups::All(), &o);
+  EXPECT_NE(st.message().find("sources.web.tokns"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("did you mean 'tokens'?"), std::string::npos) << st.message();
+  st = ApplyYaml(WriteYaml(sources + "schedule: [{samples: 5, mixture: {wbe: 1}}]\n"),
+                 Groups::All(), &o);
+  EXPECT_NE(st.message().find("schedule[0].mixture.wbe"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("did you mean 'web'?"), std::string::npos) << st.message();
+  st = ApplyYaml(WriteYaml(sources + "schedule: [{samples: 5, alpha: 1}]\nmax_epochs: {cod: 2}\n"),
+                 Groups::All(), &o);
+  EXPECT_NE(st.message().find("did you mean 'code'?"), std::string::npos) << st.message();
+}
+
+// The message an unknown command-line argument gives (as the programs print it).
+std::string UnknownFlagMessage(CLI::App* app, std::vector<std::string> args) {
+  std::reverse(args.begin(), args.end());
+  try {
+    app->parse(args);
+  } catch (const CLI::ParseError& e) {
+    return DescribeParseError(*app, e);
+  }
+  return "parsed";
+}
+
+TEST(Flags, UnknownFlagsNameTheNearestFlag) {
+  CLI::App app("test");
+  OptionFlags flags(&app, Groups::All());
+  std::string m = UnknownFlagMessage(&app, {"--seq_length", "64"});
+  EXPECT_NE(m.find("unknown option '--seq_length' (did you mean '--seq-length'?)"),
+            std::string::npos)
+      << m;
+  CLI::App app2("test");
+  OptionFlags flags2(&app2, Groups::All());
+  m = UnknownFlagMessage(&app2, {"--global-batch-sise=8"});
+  EXPECT_NE(m.find("'--global-batch-sise' (did you mean '--global-batch-size'?)"),
+            std::string::npos)
+      << m;
+  // Given to a subcommand: its flags, and the subcommand is named.
+  CLI::App top("top");
+  CLI::App* run = top.add_subcommand("run", "");
+  OptionFlags run_flags(run, Groups::All());
+  top.add_subcommand("other", "")->add_option("--seq-lengths");
+  m = UnknownFlagMessage(&top, {"run", "--seq-lenght", "64", "--train-iters", "2"});
+  EXPECT_NE(m.find("run: unknown option '--seq-lenght' (did you mean '--seq-length'?)"),
+            std::string::npos)
+      << m;
+  // Other parse errors are CLI11's.
+  CLI::App app3("test");
+  OptionFlags flags3(&app3, Groups::All());
+  m = UnknownFlagMessage(&app3, {"--seq-length", "sixty"});
+  EXPECT_NE(m.find("seq-length"), std::string::npos) << m;
+  EXPECT_EQ(m.find("did you mean"), std::string::npos) << m;
+}
+
+// Aliases of aliases (a "billion laughs" YAML) are refused naming the file before anything
+// walks them: inside the schedule, and anywhere in the file.
+TEST(Yaml, AliasBombsAreRefusedNamingTheFile) {
+  auto bomb = [](const std::string& indent) {
+    std::string y = indent + "- &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+    for (int i = 1; i <= 7; ++i) {
+      const std::string prev = "*a" + std::to_string(i - 1);
+      y += indent + "- &a" + std::to_string(i) + " [" + prev;
+      for (int j = 1; j < 10; ++j) y += ", " + prev;
+      y += "]\n";
+    }
+    return y;
+  };
+  JobOptions o;
+  const std::string in_schedule =
+      WriteYaml("seq-length: 64\nsources: {web: w}\nschedule:\n" + bomb("  "));
+  Status st = ApplyYaml(in_schedule, Groups::All(), &o);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find(in_schedule), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("YAML nodes"), std::string::npos) << st.message();
+  const std::string in_option = WriteYaml("seq-length: 64\ndata-path:\n" + bomb("  "));
+  st = ApplyYaml(in_option, Groups::All(), &o);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("YAML nodes"), std::string::npos) << st.message();
+  // A schedule given to MixtureScheduleFromYaml directly is bounded too.
+  std::string json;
+  st = MixtureScheduleFromYaml("direct.yaml",
+                               YAML::Load("sources: {web: w}\nschedule:\n" + bomb("  ")), &json);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("direct.yaml"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("YAML nodes"), std::string::npos) << st.message();
+}
+
 JobOptions Valid() {
   JobOptions o;
   o.data.seq_length = 64;
@@ -227,6 +348,31 @@ TEST(Validate, NamesTheFlagOfEveryNonsenseNumber) {
   o = Valid();
   o.batch.micro_batch_size = int64_t{1} << 50;
   ExpectRefused(o, "--micro-batch-size");
+}
+
+// A value above a row's upper bound is told that bound, not only the lower one.
+TEST(Validate, UpperBoundViolationsPrintTheUpperBound) {
+  auto o = Valid();
+  o.run.save_interval = int64_t{1} << 41;
+  Status st = Validate(o);
+  EXPECT_NE(st.message().find("--save-interval must be >= 0 and at most 2^40, got 2199023255552"),
+            std::string::npos)
+      << st.message();
+  o = Valid();
+  o.resume.consumed_samples = std::numeric_limits<int64_t>::max();
+  st = Validate(o);
+  EXPECT_NE(st.message().find("--consumed-samples must be >= 0 and at most 2^62 - 1"),
+            std::string::npos)
+      << st.message();
+  o = Valid();
+  o.grid.data_parallel_size = int64_t{1} << 25;
+  st = Validate(o);
+  EXPECT_NE(st.message().find("at most 2^24"), std::string::npos) << st.message();
+  o = Valid();
+  o.data.vocab_size = -1;  // below: the lower bound as before
+  st = Validate(o);
+  EXPECT_NE(st.message().find("--vocab-size must be >= 0, got -1"), std::string::npos)
+      << st.message();
 }
 
 TEST(Validate, GridAgainstTheWorld) {

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "gridfeed/config/canonical.h"
+#include "gridfeed/config/mixture_schedule.h"
 
 namespace gridfeed::checkpoint {
 
@@ -65,6 +66,12 @@ Result<ResumePoint> CheckResume(const Cursor& saved, const ResumeRequest& now) {
       OnlyScheduleChanged(saved.canonical_config, now.canonical_config)) {
     const std::string stage =
         FirstChangedStage(ScheduleOf(saved.canonical_config), ScheduleOf(now.canonical_config));
+    // Only the sources' order changed: say so (not "the token files changed" further down).
+    const std::string reorder = config::DescribeSourceReorder(ScheduleOf(saved.canonical_config),
+                                                              ScheduleOf(now.canonical_config));
+    if (!reorder.empty()) {
+      return FailedPrecondition(where + ": " + reorder + "; refusing to resume");
+    }
     if (!now.allow_schedule_change || !now.check_same_past) {
       return FailedPrecondition(where +
                                 " was written with another mixture schedule (first "

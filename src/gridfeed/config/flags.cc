@@ -4,11 +4,13 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "gridfeed/config/mixture_schedule.h"
 #include "gridfeed/config/olmo_yaml.h"
 #include "gridfeed/core/log.h"
+#include "gridfeed/core/nearest_name.h"
 #include "gridfeed/core/parse.h"
 #include "gridfeed/io/file_util.h"
 
@@ -71,7 +73,79 @@ Status SetFromYaml(const OptionRow& row, const YAML::Node& v, JobOptions* o) {
       row.field(*o));
 }
 
+// A YAML file's node graph may share nodes (aliases), so walking it can visit far more nodes
+// than the text holds: `a: &a [x, x, ...]`, `b: &b [*a, *a, ...]`, ... multiplies the work with
+// each line. Every reader of a config walks it, so it is bounded once, before any walk.
+constexpr int64_t kMaxYamlNodes = int64_t{1} << 20;
+constexpr int kMaxYamlDepth = 64;
+
+// Whether walking `n` visits at most *budget nodes (decremented) nested at most kMaxYamlDepth.
+bool WithinBudget(const YAML::Node& n, int depth, int64_t* budget) {
+  if (--*budget < 0 || depth > kMaxYamlDepth) return false;
+  if (n.IsSequence()) {
+    for (const auto& item : n) {
+      if (!WithinBudget(item, depth + 1, budget)) return false;
+    }
+  } else if (n.IsMap()) {
+    for (const auto& kv : n) {
+      if (!WithinBudget(kv.first, depth + 1, budget) ||
+          !WithinBudget(kv.second, depth + 1, budget)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// The keys a gridfeed YAML may hold for `groups` (the rows' names, the schedule's keys).
+std::vector<std::string> YamlKeys(Groups groups) {
+  std::vector<std::string> keys;
+  for (const auto& row : OptionTable()) {
+    if (InGroups(row, groups)) keys.push_back(row.name);
+  }
+  if (groups.Has(Group::kData)) {
+    for (const char* k : {"sources", "schedule", "max_epochs"}) keys.push_back(k);
+  }
+  return keys;
+}
+
+// The long option names of `app` and of the parsed subcommands below it, with their dashes.
+void OptionNames(const CLI::App& app, std::vector<std::string>* names) {
+  for (const CLI::Option* opt : app.get_options()) {
+    for (const auto& l : opt->get_lnames()) names->push_back("--" + l);
+  }
+  for (const CLI::App* sub : app.get_subcommands()) OptionNames(*sub, names);
+}
+
 }  // namespace
+
+std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& e) {
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) == nullptr) return e.what();
+  // The command the arguments were given to: the deepest parsed subcommand.
+  const CLI::App* cmd = &app;
+  while (!cmd->get_subcommands().empty()) cmd = cmd->get_subcommands().front();
+  std::vector<std::string> names;
+  OptionNames(app, &names);
+  std::string unknown;
+  for (const std::string& arg : app.remaining(true)) {
+    if (arg.size() < 2 || arg[0] != '-') continue;
+    const std::string flag = arg.substr(0, arg.find('='));
+    const std::string hint = DidYouMean(flag, names);
+    unknown += (unknown.empty() ? "" : ", ") + std::string("'") + flag + "'" + hint;
+  }
+  if (unknown.empty()) return e.what();
+  const std::string where = cmd->get_name();
+  return (where.empty() ? std::string() : where + ": ") + "unknown option " + unknown +
+         " (see --help)";
+}
+
+int ExitOnParseError(const CLI::App& app, const CLI::ParseError& e) {
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) == nullptr) {
+    return app.exit(e);
+  }
+  std::fprintf(stderr, "%s\n", DescribeParseError(app, e).c_str());
+  return e.get_exit_code();
+}
 
 Status ApplyYaml(const std::string& path, Groups groups, JobOptions* o) {
   // Read first (a FIFO or directory is refused without blocking), then parse.
@@ -85,6 +159,13 @@ Status ApplyYaml(const std::string& path, Groups groups, JobOptions* o) {
   }
   if (root.IsNull()) return Status::Ok();
   if (!root.IsMap()) return InvalidArgument("config '" + path + "' is not a mapping of options");
+  int64_t budget = kMaxYamlNodes;
+  if (!WithinBudget(root, 0, &budget)) {
+    return InvalidArgument("config '" + path + "' expands to more than " +
+                           std::to_string(kMaxYamlNodes) + " YAML nodes or nests deeper than " +
+                           std::to_string(kMaxYamlDepth) +
+                           " levels (aliases of aliases?); refusing to read it");
+  }
   if (IsOlmoConfig(root)) {
     std::vector<std::string> ignored;
     GRIDFEED_RETURN_IF_ERROR(ApplyOlmoYaml(path, root, o, &ignored));
@@ -104,8 +185,9 @@ Status ApplyYaml(const std::string& path, Groups groups, JobOptions* o) {
     if (groups.Has(Group::kData) && IsMixtureKey(key)) continue;  // read above
     const OptionRow* row = FindRow(key);
     if (row == nullptr || !InGroups(*row, groups)) {
-      return InvalidArgument("config '" + path + "': unknown key '" + key + "'" +
-                             (row ? " (not an option of this command)" : ""));
+      return InvalidArgument(
+          "config '" + path + "': unknown key '" + key + "'" +
+          (row ? " (not an option of this command)" : DidYouMean(key, YamlKeys(groups))));
     }
     if (kv.second.IsNull()) continue;
     Status st = SetFromYaml(*row, kv.second, o);

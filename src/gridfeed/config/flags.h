@@ -30,8 +30,18 @@ class OptionFlags {
   std::vector<std::pair<const OptionRow*, CLI::Option*>> options_;
 };
 
+// A command-line parse error as text: CLI11's, except that unknown arguments are named with
+// the nearest option of the command they were given to ("unknown option '--seq_length' (did you
+// mean '--seq-length'?)").
+std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& e);
+// What main returns for a parse error, printed as CLI11 prints it (help and version included)
+// or, for unknown arguments, as DescribeParseError on stderr. Every program using OptionFlags
+// calls it instead of CLI::App::exit.
+int ExitOnParseError(const CLI::App& app, const CLI::ParseError& e);
+
 // Applies a YAML mapping of option keys to `o` (only rows of `groups`). InvalidArgument names
-// the file and the key for an unknown key or a value of the wrong shape or type.
+// the file and the key for an unknown key (with the nearest valid key) or a value of the wrong
+// shape or type.
 Status ApplyYaml(const std::string& path, Groups groups, JobOptions* o);
 
 }  // namespace gridfeed::config

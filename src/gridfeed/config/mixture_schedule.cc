@@ -2,11 +2,14 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
+
+#include "gridfeed/core/nearest_name.h"
 
 namespace gridfeed::config {
 namespace {
@@ -57,6 +60,16 @@ Result<std::string> Text(const Json& v, const std::string& key) {
   return v.get<std::string>();
 }
 
+std::vector<std::string> SourceNames(const MixtureSchedule& s) {
+  std::vector<std::string> names;
+  for (const auto& src : s.sources) names.push_back(src.name);
+  return names;
+}
+
+const std::vector<std::string> kStageKeys = {
+    "name",        "tokens", "samples",     "iterations",   "mixture",
+    "temperature", "alpha",  "ramp_tokens", "ramp_samples", "seq_length"};
+
 int SourceIndex(const MixtureSchedule& s, const std::string& name) {
   for (size_t k = 0; k < s.sources.size(); ++k) {
     if (s.sources[k].name == name) return static_cast<int>(k);
@@ -79,7 +92,8 @@ Status ParseSources(const Json& v, MixtureSchedule* s) {
         } else if (k == "tokens") {
           GRIDFEED_ASSIGN_OR_RETURN(src.tokens, Count(x, key + ".tokens", true));
         } else if (k != "name") {
-          return KeyError(key + "." + k, "is not a source key (path, tokens)");
+          return KeyError(key + "." + k,
+                          "is not a source key (path, tokens)" + DidYouMean(k, {"path", "tokens"}));
         }
       }
     } else {
@@ -136,7 +150,10 @@ Status ParseStage(const Json& v, size_t i, MixtureSchedule* s) {
       st.weights.assign(s->sources.size(), 0.0);
       for (const auto& [name, w] : x.items()) {
         const int idx = SourceIndex(*s, name);
-        if (idx < 0) return KeyError(key + "." + name, "is not a source named under sources");
+        if (idx < 0) {
+          return KeyError(key + "." + name, "is not a source named under sources" +
+                                                DidYouMean(name, SourceNames(*s)));
+        }
         GRIDFEED_ASSIGN_OR_RETURN(st.weights[static_cast<size_t>(idx)],
                                   NonNegative(w, key + "." + name));
       }
@@ -163,7 +180,8 @@ Status ParseStage(const Json& v, size_t i, MixtureSchedule* s) {
     } else {
       return KeyError(key,
                       "is not a stage key (name, tokens|samples|iterations, "
-                      "mixture|temperature|alpha, ramp_tokens|ramp_samples, seq_length)");
+                      "mixture|temperature|alpha, ramp_tokens|ramp_samples, seq_length)" +
+                          DidYouMean(k, kStageKeys));
     }
   }
   if (budgets != 1) return KeyError(at, "needs exactly one of tokens, samples or iterations");
@@ -191,7 +209,10 @@ Status ParseMaxEpochs(const Json& v, MixtureSchedule* s) {
   for (const auto& [name, x] : v.items()) {
     const std::string key = "max_epochs." + name;
     const int idx = SourceIndex(*s, name);
-    if (idx < 0) return KeyError(key, "is not a source named under sources");
+    if (idx < 0) {
+      return KeyError(key,
+                      "is not a source named under sources" + DidYouMean(name, SourceNames(*s)));
+    }
     GRIDFEED_ASSIGN_OR_RETURN(double e, NonNegative(x, key));
     if (!(e > 0) || e > 1e9) return KeyError(key, "must be > 0 (and at most 1e9)");
     s->max_epochs[static_cast<size_t>(idx)] = e;
@@ -203,8 +224,10 @@ Result<MixtureSchedule> FromJson(const Json& root) {
   if (!root.is_object()) return KeyError("(root)", "must be a mapping");
   for (const auto& [k, v] : root.items()) {
     (void)v;
-    if (!IsMixtureKey(k))
-      return KeyError(k, "is not a schedule key (sources, schedule, max_epochs)");
+    if (!IsMixtureKey(k)) {
+      return KeyError(k, "is not a schedule key (sources, schedule, max_epochs)" +
+                             DidYouMean(k, {"sources", "schedule", "max_epochs"}));
+    }
   }
   if (!root.contains("sources")) return KeyError("sources", "is missing (a schedule names them)");
   if (!root.contains("schedule")) return KeyError("schedule", "is missing (sources need stages)");
@@ -220,14 +243,22 @@ Result<MixtureSchedule> FromJson(const Json& root) {
   return s;
 }
 
-// YAML -> JSON keeping mapping order (source order is source ids); scalars stay text.
-Result<Json> ToJson(const YAML::Node& n, const std::string& key) {
+// Nodes a schedule's YAML may expand to (aliases repeat nodes without repeating text).
+constexpr int64_t kMaxScheduleNodes = int64_t{1} << 20;
+
+// YAML -> JSON keeping mapping order (source order is source ids); scalars stay text. Counts
+// the nodes visited against *budget before building anything for them.
+Result<Json> ToJson(const YAML::Node& n, const std::string& key, int64_t* budget) {
+  if (--*budget < 0) {
+    return KeyError(key, "expands to more than " + std::to_string(kMaxScheduleNodes) +
+                             " YAML nodes (aliases of aliases?); refusing to read it");
+  }
   if (n.IsNull()) return Json();
   if (n.IsScalar()) return Json(n.Scalar());
   if (n.IsSequence()) {
     Json a = Json::array();
     for (size_t i = 0; i < n.size(); ++i) {
-      GRIDFEED_ASSIGN_OR_RETURN(Json x, ToJson(n[i], key + "[" + std::to_string(i) + "]"));
+      GRIDFEED_ASSIGN_OR_RETURN(Json x, ToJson(n[i], key + "[" + std::to_string(i) + "]", budget));
       a.push_back(std::move(x));
     }
     return a;
@@ -238,7 +269,7 @@ Result<Json> ToJson(const YAML::Node& n, const std::string& key) {
       if (!kv.first.IsScalar()) return KeyError(key, "has a key that is not a name");
       const std::string k = kv.first.Scalar();
       if (o.contains(k)) return KeyError(key + "." + k, "is given twice");
-      GRIDFEED_ASSIGN_OR_RETURN(o[k], ToJson(kv.second, key.empty() ? k : key + "." + k));
+      GRIDFEED_ASSIGN_OR_RETURN(o[k], ToJson(kv.second, key.empty() ? k : key + "." + k, budget));
     }
     return o;
   }
@@ -257,6 +288,29 @@ const char* BudgetUnitName(BudgetUnit u) {
       return "iterations";
   }
   return "?";
+}
+
+std::string DescribeSourceReorder(const std::string& before, const std::string& after) {
+  auto a = ParseMixtureSchedule(before);
+  auto b = ParseMixtureSchedule(after);
+  if (!a.ok() || !b.ok() || a->sources.size() != b->sources.size()) return "";
+  std::vector<std::pair<std::string, std::string>> sa, sb;
+  std::string saved, now;
+  for (const auto& s : a->sources) {
+    sa.emplace_back(s.name, s.path);
+    saved += (saved.empty() ? "" : ", ") + s.name;
+  }
+  for (const auto& s : b->sources) {
+    sb.emplace_back(s.name, s.path);
+    now += (now.empty() ? "" : ", ") + s.name;
+  }
+  if (sa == sb) return "";
+  std::sort(sa.begin(), sa.end());
+  std::sort(sb.begin(), sb.end());
+  if (sa != sb) return "";
+  return "the amended mixture schedule reorders the sources (saved: " + saved + "; now: " + now +
+         "): a source's id is its place under sources, so the ids of the past would change; "
+         "keep the saved order (the token files are unchanged)";
 }
 
 bool IsMixtureKey(const std::string& key) {
@@ -312,9 +366,10 @@ std::string MixtureScheduleJson(const MixtureSchedule& s) {
 Status MixtureScheduleFromYaml(const std::string& path, const YAML::Node& root,
                                std::string* json_text) {
   Json j = Json::object();
+  int64_t budget = kMaxScheduleNodes;
   for (const auto& kv : root) {
     if (!kv.first.IsScalar() || !IsMixtureKey(kv.first.Scalar())) continue;
-    auto v = ToJson(kv.second, kv.first.Scalar());
+    auto v = ToJson(kv.second, kv.first.Scalar(), &budget);
     if (!v.ok()) return InvalidArgument("config '" + path + "': " + v.status().message());
     j[kv.first.Scalar()] = std::move(v).value();
   }

@@ -73,6 +73,10 @@ std::string MixtureScheduleJson(const MixtureSchedule& s);
 // file and the key.
 Status MixtureScheduleFromYaml(const std::string& path, const YAML::Node& root,
                                std::string* json_text);
+// When `after` (a --mixture-schedule text) names the same sources as `before` (same names and
+// paths) in another order: "the amended schedule reorders the sources (saved: a, b; now: b, a)
+// ...", else "". A source's id is its place under `sources`, so a reorder renumbers them.
+std::string DescribeSourceReorder(const std::string& before, const std::string& after);
 // Whether `key` is one of the top-level keys a schedule uses.
 bool IsMixtureKey(const std::string& key);
 

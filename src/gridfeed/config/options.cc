@@ -227,9 +227,24 @@ T& At(const OptionRow& row, const JobOptions& o) {
   return *std::get<T*>(Get(row, o));
 }
 
+// A bound as people write it: 2^40, 2^62 - 1, else the number.
+std::string BoundText(int64_t v) {
+  for (int k = 10; k < 63; ++k) {
+    const int64_t p = int64_t{1} << k;
+    if (v == p) return "2^" + std::to_string(k);
+    if (v == p - 1) return "2^" + std::to_string(k) + " - 1";
+  }
+  if (v == std::numeric_limits<int64_t>::max()) return "2^63 - 1";
+  return std::to_string(v);
+}
+
+// `what` describes the lower bound (">= 0") or the whole range ("in [1, 2^40]"); a value above
+// `hi` is told the upper bound too.
 Status Range(const char* flag, int64_t v, int64_t lo, int64_t hi, const char* what) {
   if (v < lo || v > hi) {
-    return InvalidArgument(std::string("--") + flag + " must be " + what + ", got " +
+    std::string text = what;
+    if (v > hi && text.rfind("in [", 0) != 0) text += " and at most " + BoundText(hi);
+    return InvalidArgument(std::string("--") + flag + " must be " + text + ", got " +
                            std::to_string(v));
   }
   return Status::Ok();
