@@ -14,22 +14,25 @@
 namespace gridfeed::app {
 namespace {
 
-// Each source's size: declared `tokens`, else the train part (--split) of its .idx.
+// Each source's size: the train part (--split) of its store, as `run` counts it; the declared
+// `tokens` only when the store is not there.
 Status SourceSizes(const config::JobOptions& o, const order::MixtureLayout& l,
                    std::vector<double>* tokens, std::vector<bool>* declared) {
   const std::string split = o.data.split.empty() ? "969, 30, 1" : o.data.split;
   GRIDFEED_ASSIGN_OR_RETURN(auto vec, order::ParseAndNormalizeSplit(split));
   const order::SplitMatrix m = order::SplitVectorToMatrix(vec);
   for (const auto& src : l.schedule.sources) {
-    if (src.tokens > 0) {
+    auto ds = io::IndexedDataset::Open(src.path);
+    if (!ds.ok() && src.tokens > 0 && ds.status().code() == StatusCode::kNotFound) {
       tokens->push_back(static_cast<double>(src.tokens));
       declared->push_back(true);
       continue;
     }
-    auto ds = io::IndexedDataset::Open(src.path);
     if (!ds.ok()) {
-      return ds.status().WithContext("source '" + src.name + "' (declare its size as sources." +
-                                     src.name + ".tokens to plan without the store)");
+      return ds.status().WithContext("source '" + src.name + "'" +
+                                     (src.tokens > 0 ? ""
+                                                     : " (declare its size as sources." + src.name +
+                                                           ".tokens to plan without the store)"));
     }
     if (!m[0]) return InvalidArgument("--split '" + split + "' leaves no train part");
     const auto [b, e] = order::BookendToRange(*m[0], ds->num_sequences());
@@ -74,7 +77,18 @@ Runner RegisterPlan(CLI::App& app) {
           "plan: the configuration has no mixture schedule (the keys "
           "sources and schedule)");
     }
+    if (o.batch.global_batch_size == 0) {
+      GRIDFEED_ASSIGN_OR_RETURN(const config::MixtureSchedule s,
+                                config::ParseMixtureSchedule(o.data.mixture_schedule));
+      for (size_t i = 0; i < s.stages.size(); ++i) {
+        if (s.stages[i].unit != config::BudgetUnit::kIterations) continue;
+        return InvalidArgument("plan: schedule[" + std::to_string(i) + "] ('" + s.stages[i].name +
+                               "') is sized in iterations: give --global-batch-size (the run's "
+                               "samples per iteration) to plan it");
+      }
+    }
     GRIDFEED_ASSIGN_OR_RETURN(order::MixtureLayout l, order::LayoutMixture(o));
+    GRIDFEED_RETURN_IF_ERROR(order::CheckDistinctStores(l.schedule));
     std::vector<double> tokens;
     std::vector<bool> declared;
     GRIDFEED_RETURN_IF_ERROR(SourceSizes(o, l, &tokens, &declared));

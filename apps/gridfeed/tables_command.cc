@@ -115,6 +115,13 @@ Runner RegisterTables(CLI::App& app) {
   return [flags, out]() -> Status {
     GRIDFEED_ASSIGN_OR_RETURN(config::JobOptions o, flags->Resolve());
     if (o.data.is_olmo()) return WriteOlmoTables(o, *out);
+    if (o.data.is_mixture()) {
+      return InvalidArgument(
+          "tables: the configuration is a mixture schedule (sources/schedule), whose order "
+          "`gridfeed run` builds: see its arithmetic with `gridfeed plan --config FILE` and its "
+          "samples with `gridfeed samples --config FILE --positions ...`; `tables` writes "
+          "Megatron's --data-path tables and OLMo's global indices");
+    }
     GRIDFEED_ASSIGN_OR_RETURN(order::BuiltDatasets b, order::BuildMegatronDatasets(o.data));
     GRIDFEED_RETURN_IF_ERROR(io::MakeDirs(*out));
     GRIDFEED_RETURN_IF_ERROR(WriteTables(b, *out));

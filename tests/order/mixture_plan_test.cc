@@ -10,6 +10,7 @@
 #include "gridfeed/config/flags.h"
 #include "gridfeed/config/mixture_schedule.h"
 #include "gridfeed/order/shard_plan.h"
+#include "gridfeed/order/split.h"
 #include "testing/paths.h"
 
 namespace gridfeed::order {
@@ -52,6 +53,37 @@ TEST(MixtureSchedule, ErrorsNameTheKey) {
             std::string::npos);
   EXPECT_NE(ErrorOf(R"({"schedule": [{"samples": 10, "alpha": 1}]})").find("sources"),
             std::string::npos);
+}
+
+// --split weights (also a mixture's train parts): a negative one is refused naming the flag;
+// Megatron's separators ("90-5-5") and its reading of "1e-3" (1 and 3) stay.
+TEST(Split, NegativeWeightsAreRefusedNamingTheFlag) {
+  for (const std::string bad : {"1,-2,3", "-1", "1, -.5", "98 , -2,0"}) {
+    auto v = ParseAndNormalizeSplit(bad);
+    ASSERT_FALSE(v.ok()) << bad;
+    EXPECT_NE(v.status().message().find("--split '" + bad + "'"), std::string::npos)
+        << v.status().ToString();
+    EXPECT_NE(v.status().message().find("is negative"), std::string::npos) << v.status().ToString();
+  }
+  auto sep = ParseAndNormalizeSplit("90-5-5");
+  ASSERT_TRUE(sep.ok()) << sep.status().ToString();
+  EXPECT_EQ((*sep)[0], 0.9);
+  auto exponent = ParseAndNormalizeSplit("1e-3");
+  ASSERT_TRUE(exponent.ok()) << exponent.status().ToString();
+  EXPECT_EQ((*exponent)[0], 0.25);
+}
+
+TEST(MixtureSchedule, AReorderOfTheSourcesIsNamed) {
+  const std::string stage = R"("schedule": [{"samples": 4, "mixture": {"a": 1, "b": 1}}]})";
+  const std::string ab = R"({"sources": {"a": "p/a", "b": "p/b"}, )" + stage;
+  const std::string ba = R"({"sources": {"b": "p/b", "a": "p/a"}, )" + stage;
+  const std::string other = R"({"sources": {"b": "p/c", "a": "p/a"}, )" + stage;
+  EXPECT_NE(
+      config::DescribeSourceReorder(ab, ba).find("reorders the sources (saved: a, b; now: b, a)"),
+      std::string::npos)
+      << config::DescribeSourceReorder(ab, ba);
+  EXPECT_EQ(config::DescribeSourceReorder(ab, ab), "");
+  EXPECT_EQ(config::DescribeSourceReorder(ab, other), "");  // another store: not a reorder
 }
 
 TEST(MixtureSchedule, YamlBecomesCanonicalJsonAndWithoutScheduleNothingChanges) {
@@ -119,13 +151,16 @@ TEST(MixturePlan, SeedFiguresEffectiveEpochs) {
 }
 
 TEST(MixturePlan, CapBindsWhereTheCumulativeTargetReachesIt) {
-  // books capped at 2.5 epochs = 125B tokens at a 0.2 share: after 625B of the 1000B.
+  // books capped at 2.5 epochs = 125B tokens at a 0.2 share: after 625B of the 1000B. As the
+  // run counts it: an epoch of books is floor((50e9 - 1) / 4096) = 12207031 samples, the cap
+  // floor(2.5 x 12207031) = 30517577 samples, reached at 0.2 x p = 30517577: p = 152587885.
   const MixtureLayout l = SeedLayout("", R"(, "max_epochs": {"books": 2.5})");
   auto p = PlanMixture(l, {800e9, 100e9, 50e9}, {true, true, true});
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   ASSERT_EQ(p->caps.size(), 1u);
   EXPECT_EQ(p->caps[0].source, 2);
-  EXPECT_NEAR(static_cast<double>(p->caps[0].position) * 4096, 625e9, 4096 * 2);
+  EXPECT_EQ(p->caps[0].position, 152587885);
+  EXPECT_NEAR(static_cast<double>(p->caps[0].position) * 4096, 625e9, 4096 * 8);
   EXPECT_NEAR(p->total_epochs[2], 2.5, 1e-6);
   // The remaining 375B go 5:3 to web and code.
   EXPECT_NEAR(p->total_tokens[0], 312.5e9 + 375e9 * 5 / 8, 1e4);
@@ -141,6 +176,30 @@ TEST(MixturePlan, TemperatureWeightsFollowTheSizes) {
   const double a = std::sqrt(800.0), b = std::sqrt(100.0), c = std::sqrt(50.0);
   EXPECT_NEAR(p->stages[1].weights[0], a / (a + b + c), 1e-12);
   EXPECT_NEAR(p->stages[1].weights[2], c / (a + b + c), 1e-12);
+}
+
+// A small temperature (exponent 100: 800e9^100 overflows a double) gives finite weights that
+// follow the sizes, in the plan and in the blend the run builds; ordinary temperatures keep
+// the direct powers' doubles.
+TEST(MixturePlan, SmallTemperatureDoesNotOverflow) {
+  const MixtureLayout l =
+      SeedLayout(R"(, {"name": "t", "tokens": 100e9, "temperature": 0.01})", "");
+  const std::vector<double> sizes = {800e9, 100e9, 50e9};
+  auto p = PlanMixture(l, sizes, {true, true, true});
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  const auto& w = p->stages[1].weights;
+  EXPECT_EQ(w[0], 1.0);  // (100/800)^100 and (50/800)^100 vanish next to 1
+  EXPECT_NEAR(w[1] / std::pow(0.125, 100), 1.0, 1e-9);
+  EXPECT_NEAR(w[2] / std::pow(0.0625, 100), 1.0, 1e-9);
+  for (double x : p->total_tokens) EXPECT_TRUE(std::isfinite(x));
+  EXPECT_TRUE(p->caps.empty());
+  auto blend = BuildScheduledBlend(MixtureStages(l, {8e6, 1e6, 5e5}), {-1, -1, -1});
+  ASSERT_TRUE(blend.ok()) << blend.status().ToString();
+  // temperature 2: the direct powers, normalised as Megatron normalises, to the bit.
+  const MixtureLayout two = SeedLayout(R"(, {"name": "t", "tokens": 100e9, "temperature": 2})", "");
+  const auto stages = MixtureStages(two, sizes);
+  EXPECT_EQ(stages[1].weights,
+            Normalize({std::pow(800e9, 0.5), std::pow(100e9, 0.5), std::pow(50e9, 0.5)}));
 }
 
 TEST(ShardPlan, HundredShardsOnThirtyTwoConsumers) {

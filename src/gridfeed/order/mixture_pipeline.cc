@@ -8,6 +8,7 @@
 
 #include "gridfeed/core/log.h"
 #include "gridfeed/core/stopwatch.h"
+#include "gridfeed/io/file_util.h"
 #include "gridfeed/order/dataset_builder.h"
 #include "gridfeed/order/megatron_pipeline.h"
 #include "gridfeed/order/split.h"
@@ -169,6 +170,19 @@ std::pair<double, int64_t> SourceSize(const io::IndexedDataset& ds, int64_t begi
   return {static_cast<double>(t), binds ? static_cast<int64_t>(samples) * c.seq_length : -1};
 }
 
+// A source without tokens in its train part cannot be read, whatever its weight (its tables
+// need an epoch); the error says so instead of Megatron's empty-split one.
+Status CheckNotEmpty(const config::MixtureSource& src, double tokens, int64_t begin, int64_t end,
+                     const DatasetConfig& c) {
+  if (tokens > 0) return Status::Ok();
+  return InvalidArgument("mixture source '" + src.name + "' ('" + src.path +
+                         "') has no tokens in its train part (sequences [" + std::to_string(begin) +
+                         ", " + std::to_string(end) + ") under --split '" +
+                         c.split.value_or("969, 30, 1") +
+                         "'): a source needs data even with weight 0; drop it from sources or "
+                         "give it data");
+}
+
 // The stages by length (in order of first use): per length and source, the samples the blend
 // draws there and their target (the integral of the weights over those stages).
 struct LengthGroups {
@@ -236,6 +250,7 @@ class MixturePipeline final : public Pipeline {
     GRIDFEED_ASSIGN_OR_RETURN(MixtureLayout layout, LayoutMixture(options_));
     GRIDFEED_ASSIGN_OR_RETURN(DatasetConfig c, MixtureDatasetConfigOf(options_));
     const auto& sources = layout.schedule.sources;
+    GRIDFEED_RETURN_IF_ERROR(CheckDistinctStores(layout.schedule));
     Stopwatch clock;
     GRIDFEED_ASSIGN_OR_RETURN(const SplitMatrix matrix, MixtureSplit(c));
     const auto& train = *matrix[0];
@@ -253,6 +268,7 @@ class MixturePipeline final : public Pipeline {
       std::tie(m.begin, m.end) = BookendToRange(train, m.dataset->num_sequences());
       const auto [t, cap] =
           SourceSize(*m.dataset, m.begin, m.end, c, layout.schedule.max_epochs[k]);
+      GRIDFEED_RETURN_IF_ERROR(CheckNotEmpty(sources[k], t, m.begin, m.end, c));
       tokens.push_back(t);
       caps.push_back(cap);
       sd.mids.push_back(std::move(m));
@@ -349,6 +365,30 @@ class MixturePipeline final : public Pipeline {
 
 }  // namespace
 
+Status CheckDistinctStores(const config::MixtureSchedule& s) {
+  // dev:inode (with size and mtime) of each source's .idx and .bin; absent files are left to
+  // the store's own open, which names them.
+  std::vector<std::vector<std::string>> ids;
+  for (size_t k = 0; k < s.sources.size(); ++k) {
+    const auto& src = s.sources[k];
+    ids.emplace_back();
+    for (const char* ext : {".idx", ".bin"}) {
+      auto id = io::FileIdentity(src.path + ext);
+      if (id.ok()) ids.back().push_back(std::string(ext) + " " + *id);
+    }
+    for (size_t j = 0; j < k; ++j) {
+      for (const auto& id : ids.back()) {
+        if (std::find(ids[j].begin(), ids[j].end(), id) == ids[j].end()) continue;
+        return InvalidArgument("mixture schedule: sources." + src.name + ".path '" + src.path +
+                               "' is the token store of source '" + s.sources[j].name + "' ('" +
+                               s.sources[j].path + "'): the same " + id.substr(0, 4) +
+                               " file under another name; their samples would repeat");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 int MixtureLayout::StageAt(int64_t position) const {
   const auto it = std::upper_bound(stage_begin.begin(), stage_begin.end() - 1, position);
   return std::max(0, static_cast<int>(it - stage_begin.begin()) - 1);
@@ -359,6 +399,7 @@ Result<MixtureLayout> LayoutMixture(const config::JobOptions& o) {
   GRIDFEED_ASSIGN_OR_RETURN(l.schedule, config::ParseMixtureSchedule(o.data.mixture_schedule));
   l.seq_length = o.data.seq_length;
   if (l.seq_length <= 0) return InvalidArgument("--seq-length must be positive");
+  l.extra_token = o.data.no_add_extra_token ? 0 : 1;
   l.global_batch_size =
       o.batch.global_batch_size
           ? o.batch.global_batch_size
@@ -402,6 +443,32 @@ Result<MixtureLayout> LayoutMixture(const config::JobOptions& o) {
   return l;
 }
 
+std::vector<double> SizeWeights(const std::vector<double>& source_tokens, double exponent) {
+  std::vector<double> raw;
+  double sum = 0;
+  for (double t : source_tokens) {
+    raw.push_back(t > 0 ? std::pow(t, exponent) : 0.0);
+    sum += raw.back();
+  }
+  if (std::isfinite(sum)) return raw;  // as always: the same doubles as before log space
+  // size^exponent overflows (e.g. temperature 0.01 = exponent 100): relative to the largest
+  // source, exp(exponent x (ln size - ln largest)) <= 1, the same weights once normalised.
+  double largest = 0;
+  for (double t : source_tokens) largest = std::max(largest, t);
+  raw.clear();
+  const double log_largest = std::log(largest);
+  for (double t : source_tokens) {
+    if (!(t > 0)) {
+      raw.push_back(0.0);
+    } else if (t == largest) {
+      raw.push_back(1.0);  // exponent x 0 without inf x 0
+    } else {
+      raw.push_back(std::exp(exponent * (std::log(t) - log_largest)));
+    }
+  }
+  return raw;
+}
+
 std::vector<BlendStage> MixtureStages(const MixtureLayout& layout,
                                       const std::vector<double>& source_tokens) {
   std::vector<BlendStage> out;
@@ -413,9 +480,7 @@ std::vector<BlendStage> MixtureStages(const MixtureLayout& layout,
     b.ramp_samples = layout.ramp_samples[i];
     b.cap_cost = layout.stage_seq_length[i];
     std::vector<double> raw = st.weights;
-    if (raw.empty()) {
-      for (double t : source_tokens) raw.push_back(t > 0 ? std::pow(t, st.size_exponent) : 0.0);
-    }
+    if (raw.empty()) raw = SizeWeights(source_tokens, st.size_exponent);
     b.weights = Normalize(raw);
     out.push_back(std::move(b));
   }
@@ -427,6 +492,7 @@ Result<ScheduledBlend> MixtureBlend(const config::JobOptions& o, const MixtureLa
   GRIDFEED_ASSIGN_OR_RETURN(const SplitMatrix matrix, MixtureSplit(c));
   const auto& train = *matrix[0];
   const auto& sources = layout.schedule.sources;
+  GRIDFEED_RETURN_IF_ERROR(CheckDistinctStores(layout.schedule));
   std::vector<double> tokens;
   std::vector<int64_t> caps;
   for (size_t k = 0; k < sources.size(); ++k) {
@@ -434,6 +500,7 @@ Result<ScheduledBlend> MixtureBlend(const config::JobOptions& o, const MixtureLa
     if (!ds.ok()) return ds.status().WithContext("mixture source '" + sources[k].name + "'");
     const auto [begin, end] = BookendToRange(train, ds->num_sequences());
     const auto [t, cap] = SourceSize(*ds, begin, end, c, layout.schedule.max_epochs[k]);
+    GRIDFEED_RETURN_IF_ERROR(CheckNotEmpty(sources[k], t, begin, end, c));
     tokens.push_back(t);
     caps.push_back(cap);
   }

@@ -42,15 +42,26 @@ struct MixtureLayout {
   std::vector<int64_t> stage_seq_length;  // tokens per sample of each stage
   int64_t length = 0;
   int64_t seq_length = 0, global_batch_size = 0;
+  int64_t extra_token = 1;  // 0 with --no-add-extra-token (a sample reads seq_length + this)
   // The stage holding `position` (the last stage for position >= length).
   int StageAt(int64_t position) const;
 };
 // InvalidArgument names the schedule key (a ramp longer than its stage, a total over 2^40).
 Result<MixtureLayout> LayoutMixture(const config::JobOptions& o);
+// Weights ~ size^exponent per source (0 for an empty one), not normalised: the direct powers
+// when their sum is finite, else computed relative to the largest source in log space (a small
+// temperature: size^100 overflows), so they stay finite.
+std::vector<double> SizeWeights(const std::vector<double>& source_tokens, double exponent);
 // The stages with normalised weights; `source_tokens` (per source) sizes the temperature/alpha
 // stages.
 std::vector<BlendStage> MixtureStages(const MixtureLayout& layout,
                                       const std::vector<double>& source_tokens);
+
+// Two sources naming one token store in different spellings (dir//x, dir/../dir/x, a symlink, a
+// hard link) would both be fed in full: InvalidArgument naming both, by file identity (device
+// and inode of the .idx or .bin; io::FileIdentity), not by path text. Missing files pass (their
+// open reports them). Build, MixtureBlend and `gridfeed plan` check it.
+Status CheckDistinctStores(const config::MixtureSchedule& s);
 
 // The scheduled blend the pipeline builds for these options (opens the sources' indexes for
 // their sizes and caps): its cumulative targets are what an audit compares consumption with.

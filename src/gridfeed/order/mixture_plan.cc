@@ -1,5 +1,6 @@
 #include "gridfeed/order/mixture_plan.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -73,12 +74,15 @@ Result<MixturePlan> PlanMixture(const MixtureLayout& layout,
   plan.length = layout.length;
   plan.source_tokens = source_tokens;
   plan.declared = declared;
+  for (const auto& src : sch.sources)
+    plan.declared_tokens.push_back(static_cast<double>(src.tokens));
   double all = 0;
   for (size_t k = 0; k < n; ++k) {
     plan.source_names.push_back(sch.sources[k].name);
     if (!(source_tokens[k] > 0)) {
       return FailedPrecondition("mixture source '" + sch.sources[k].name +
-                                "' has no tokens to plan with");
+                                "' has no tokens in its train part (--split): a source needs "
+                                "data even with weight 0; drop it from sources or give it data");
     }
     all += source_tokens[k];
   }
@@ -91,7 +95,11 @@ Result<MixturePlan> PlanMixture(const MixtureLayout& layout,
   std::vector<double> units_before(n, 0.0), stage_base(n, 0.0), cum_tokens(n, 0.0);
   std::vector<double> caps(n, -1);
   for (size_t k = 0; k < n; ++k) {
-    if (sch.max_epochs[k] > 0) caps[k] = sch.max_epochs[k] * source_tokens[k] / L;
+    if (sch.max_epochs[k] > 0) {  // as the run counts it (mixture_pipeline.cc SourceSize)
+      const double x = static_cast<double>(layout.extra_token);
+      const double per_epoch = std::floor(std::max(0.0, source_tokens[k] - x) / L);
+      caps[k] = std::floor(sch.max_epochs[k] * per_epoch);
+    }
   }
   const std::vector<BlendStage> stages = MixtureStages(layout, source_tokens);
   std::vector<char> active(n, 1);
@@ -199,9 +207,14 @@ std::string PlanText(const MixturePlan& p) {
   out += line;
   out += "sources (natural share = size / all sizes):\n";
   for (size_t k = 0; k < p.source_names.size(); ++k) {
-    std::snprintf(line, sizeof(line), "  %-12s %10s tokens%s  natural %.3f\n",
-                  p.source_names[k].c_str(), Tokens(p.source_tokens[k]).c_str(),
-                  p.declared[k] ? " (declared)" : "", p.natural_share[k]);
+    const std::string from = p.declared[k] ? " (declared: no store at its path)"
+                             : p.declared_tokens[k] > 0
+                                 ? " (its store's train part; the declared " +
+                                       Tokens(p.declared_tokens[k]) + " not used)"
+                                 : " (its store's train part)";
+    std::snprintf(line, sizeof(line), "  %-12s %10s tokens  natural %.3f%s\n",
+                  p.source_names[k].c_str(), Tokens(p.source_tokens[k]).c_str(), p.natural_share[k],
+                  from.c_str());
     out += line;
   }
   for (const auto& st : p.stages) {
@@ -257,6 +270,8 @@ std::string PlanJson(const MixturePlan& p) {
     sources.push_back({{"name", p.source_names[k]},
                        {"tokens", p.source_tokens[k]},
                        {"declared", static_cast<bool>(p.declared[k])},
+                       {"size_from", p.declared[k] ? "declared" : "store"},
+                       {"declared_tokens", p.declared_tokens[k]},
                        {"natural_share", p.natural_share[k]},
                        {"total_tokens", p.total_tokens[k]},
                        {"total_epochs", p.total_epochs[k]},

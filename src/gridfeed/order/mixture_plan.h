@@ -45,8 +45,9 @@ struct PlanCap {
 
 struct MixturePlan {
   std::vector<std::string> source_names;
-  std::vector<double> source_tokens;  // train part (or declared)
-  std::vector<bool> declared;         // size from the config's `tokens`, not the store
+  std::vector<double> source_tokens;    // train part (or declared)
+  std::vector<bool> declared;           // size from the config's `tokens`, not the store
+  std::vector<double> declared_tokens;  // the config's `tokens` (0: none), used or not
   std::vector<double> natural_share;
   int64_t seq_length = 0, length = 0;
   double tokens = 0;  // over every stage at its length
@@ -56,6 +57,9 @@ struct MixturePlan {
 };
 
 // `source_tokens`: each source's size in tokens (> 0); `declared` marks the declared ones.
+// A cap binds where `run`'s does: after floor(max_epochs x floor((tokens - extra token) /
+// --seq-length)) samples of --seq-length, placed where the continuous target reaches it (so
+// within a sample or two of the built order).
 Result<MixturePlan> PlanMixture(const MixtureLayout& layout,
                                 const std::vector<double>& source_tokens,
                                 const std::vector<bool>& declared);

@@ -82,6 +82,23 @@ std::vector<double> Normalize(const std::vector<double>& values) {
 }
 
 Result<std::array<double, 3>> ParseAndNormalizeSplit(const std::string& split) {
+  // Megatron's regex drops a minus sign ("1,-2,3" reads as 1, 2, 3); a '-' before a number
+  // that does not follow a digit or letter ("90-5-5" separates, "1e-3" is Megatron's 1 and 3)
+  // is a negative weight, refused.
+  for (size_t i = 0; i + 1 < split.size(); ++i) {
+    const auto next = static_cast<unsigned char>(split[i + 1]);
+    const bool after_name =
+        i > 0 && (std::isalnum(static_cast<unsigned char>(split[i - 1])) || split[i - 1] == '.');
+    if (split[i] == '-' && (std::isdigit(next) || next == '.') && !after_name) {
+      size_t e = i + 1;
+      while (e < split.size() &&
+             (std::isdigit(static_cast<unsigned char>(split[e])) || split[e] == '.')) {
+        ++e;
+      }
+      return InvalidArgument("--split '" + split + "': '" + split.substr(i, e - i) +
+                             "' is negative; split weights must be >= 0");
+    }
+  }
   static const std::regex run(R"([.0-9]+)");
   std::vector<double> v;
   for (auto it = std::sregex_iterator(split.begin(), split.end(), run);

@@ -28,7 +28,8 @@ double NumpySum(const std::vector<double>& values);
 // Megatron's normalize(): each value divided by NumpySum (NaNs when the sum is 0).
 std::vector<double> Normalize(const std::vector<double>& values);
 
-// Runs of [.0-9] converted with float(), padded with zeros to 3, then normalised.
+// Runs of [.0-9] converted with float(), padded with zeros to 3, then normalised. A negative
+// weight ("1,-2,3", which Megatron would read as 2) is InvalidArgument naming --split.
 Result<std::array<double, 3>> ParseAndNormalizeSplit(const std::string& split);
 // Bookends from running sums; an empty range is absent. With `b`, the intersection.
 SplitMatrix SplitVectorToMatrix(const std::array<double, 3>& a,
