@@ -338,6 +338,7 @@ Status RunAccounting(const AuditArgs& a) {
       const auto& s = acc.sources[k];
       j.push_back({{"source", s.prefix},
                    {"target_weight", s.weight},
+                   {"target", s.target},
                    {"samples", s.samples},
                    {"tokens", s.tokens},
                    {"share", s.share},
@@ -368,11 +369,16 @@ Status RunAccounting(const AuditArgs& a) {
     }
     std::printf("%s\n", j.dump(2).c_str());
   } else {
+    // The target over what was counted (up to --until-step), next to the share there.
     std::printf("%-40s %10s %10s %12s %10s %10s\n", "source", "target", "share", "tokens",
                 "samples", "epochs");
     for (const auto& s : acc.sources) {
-      std::printf("%-40s %10.4f %10.4f %12lld %10lld %10.4f\n", s.prefix.c_str(), s.weight, s.share,
+      std::printf("%-40s %10.4f %10.4f %12lld %10lld %10.4f\n", s.prefix.c_str(), s.target, s.share,
                   static_cast<long long>(s.tokens), static_cast<long long>(s.samples), s.epochs);
+    }
+    if (!acc.stages.empty() && a.until >= 0) {
+      std::printf("(target: the schedule's share over the positions read before iteration %lld)\n",
+                  static_cast<long long>(a.until));
     }
     for (const auto& st : acc.stages) {
       std::printf("\nstage '%s': positions [%lld, %lld), ", st.name.c_str(),

@@ -35,6 +35,8 @@ Result<config::JobOptions> LedgerOptions(const Ledger& ledger, size_t i = 0) {
     o.batch.micro_batch_size = run->micro_batch_size;
     o.batch.global_batch_size = run->global_batch_size;
     o.grid.data_parallel_size = run->dp_size;
+    // OLMo's order restarts where its first run started (order/olmo_pipeline.h).
+    o.resume.consumed_samples = run->start_consumed;
   }
   for (const auto& e : ledger.entries) {
     o.run.train_iters = std::max(o.run.train_iters, e.record.iteration + 1);
@@ -481,8 +483,11 @@ double EpochUnits(const order::SourceInfo& source, int64_t run_seq_length, int64
   return own == seq_length ? 1.0 : static_cast<double>(seq_length) / static_cast<double>(own);
 }
 
+// `*target_read`: each source's target share over the positions read [lo, hi) (the whole
+// schedule when none was).
 Result<std::vector<StageAccount>> AccountStages(const Ledger& ledger, int64_t until, int64_t window,
-                                                const std::vector<order::SourceInfo>& sources) {
+                                                const std::vector<order::SourceInfo>& sources,
+                                                std::vector<double>* target_read) {
   const size_t n = sources.size();
   PiecewiseTarget targets;
   order::MixtureLayout layout;
@@ -506,8 +511,11 @@ Result<std::vector<StageAccount>> AccountStages(const Ledger& ledger, int64_t un
   }
   std::vector<std::map<int64_t, IterationReads>> reads(num_stages);  // by iteration
   std::vector<std::vector<double>> units(num_stages, std::vector<double>(n, 0.0));
+  int64_t lo = -1, hi = -1;  // the positions read
   for (const auto& e : ledger.entries) {
     if (until >= 0 && e.record.iteration >= until) continue;
+    lo = lo < 0 ? e.record.position : std::min(lo, e.record.position);
+    hi = std::max(hi, e.record.position + 1);
     const auto i = static_cast<size_t>(layout.StageAt(e.record.position));
     auto& st = out[i];
     const auto source = static_cast<size_t>(e.record.dataset);
@@ -529,6 +537,11 @@ Result<std::vector<StageAccount>> AccountStages(const Ledger& ledger, int64_t un
     r.begin = std::min(r.begin, e.record.position);
     r.end = std::max(r.end, e.record.position + 1);
     ++r.counts[static_cast<size_t>(e.record.dataset)];
+  }
+  if (lo < 0) lo = 0, hi = layout.length;
+  target_read->assign(n, 0.0);
+  for (size_t k = 0; k < n && hi > lo; ++k) {
+    (*target_read)[k] = (targets.At(k, hi) - targets.At(k, lo)) / static_cast<double>(hi - lo);
   }
   std::vector<double> cumulative(n, 0);
   for (size_t i = 0; i < num_stages; ++i) {
@@ -572,6 +585,7 @@ Result<Accounting> Account(const Ledger& ledger, int64_t until, int64_t window) 
   for (size_t k = 0; k < n; ++k) {
     a.sources[k].prefix = sources[k].name;
     a.sources[k].weight = sources[k].weight;
+    a.sources[k].target = sources[k].weight;  // a blend's weights hold at every position
   }
   // The last schedule's lengths hold for every position (an amendment keeps the past).
   GRIDFEED_ASSIGN_OR_RETURN(
@@ -617,7 +631,10 @@ Result<Accounting> Account(const Ledger& ledger, int64_t until, int64_t window) 
   }
   a.window = window;
   if (!o.data.mixture_schedule.empty()) {
-    GRIDFEED_ASSIGN_OR_RETURN(a.stages, AccountStages(ledger, until, window, sources));
+    std::vector<double> target_read;
+    GRIDFEED_ASSIGN_OR_RETURN(a.stages,
+                              AccountStages(ledger, until, window, sources, &target_read));
+    for (size_t k = 0; k < n; ++k) a.sources[k].target = target_read[k];
   }
   return a;
 }

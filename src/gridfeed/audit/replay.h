@@ -104,7 +104,10 @@ Result<VerifyReport> Verify(const Ledger& ledger);
 
 struct SourceAccount {
   std::string prefix;
-  double weight = 0;    // target share (the blend's weight)
+  double weight = 0;  // target share over the whole order (the blend's weight)
+  // Target share over the positions counted (through `until`): a mixture schedule's cumulative
+  // targets there, a blend's weight otherwise.
+  double target = 0;
   int64_t samples = 0;  // consumed
   int64_t tokens = 0;
   double share = 0;  // samples / all samples
