@@ -112,6 +112,28 @@ svg = open(f"{w}/acc.svg").read()
 assert svg.count("class='stage-boundary'") == 1 and "anneal (iteration 6)" in svg, svg
 print("per-stage accounting: counts, shares and targets match the ledger and the schedule")
 PY
+# --until-step 6 counts the main stage only (positions [0, 96)): the target printed next to the
+# share is main's weights there, not the whole run's (which the anneal's ramp moves).
+"$GRIDFEED" audit accounting --ledger "$WORK/full" --until-step 6 --json > "$WORK/until.json" \
+  || fail "audit accounting --until-step"
+"$GRIDFEED" audit accounting --ledger "$WORK/full" --until-step 6 > "$WORK/until.txt" \
+  || fail "audit accounting --until-step (text)"
+/usr/bin/python3 - "$WORK/until.json" "$WORK/until.txt" <<'PY' || fail "accounting --until-step target"
+import json, sys
+main = {"u16": 0.6, "i32": 0.3, "multi": 0.1}
+anneal = {"u16": 0.2, "i32": 0.3, "multi": 0.5}
+top = open(sys.argv[2]).read().split("\nstage ")[0]  # the table before the per-stage ones
+rows = {l.split()[0]: l.split() for l in top.splitlines() if l.split() and l.split()[0] in main}
+assert len(rows) == 3, top
+for a in json.load(open(sys.argv[1])):
+    k = a["source"]
+    whole = (96 * main[k] + 32 * (main[k] + anneal[k]) / 2 + 64 * anneal[k]) / 192
+    assert abs(a["target"] - main[k]) < 1e-9, (k, a)
+    assert abs(a["target_weight"] - whole) < 1e-9, (k, a, whole)
+    assert abs(float(rows[k][1]) - main[k]) < 1e-4, (k, rows[k])
+    assert abs(a["share"] - main[k]) < 0.05, (k, a)
+print("accounting --until-step: the target up to that step next to the share")
+PY
 /usr/bin/python3 - "$WORK/full" "$WORK/acc.json" "$WORK/acc.svg" \
   "u16: 0.6, i32: 0.3, multi: 0.1" "u16: 0.2, i32: 0.3, multi: 0.5" <<'PY' || fail "windows"
 import glob, json, re, sys
@@ -193,6 +215,17 @@ if mpirun -n 4 --oversubscribe "$GRIDFEED" run --config "$WORK/epochs.yaml" "${A
 fi
 grep -q "source 'multi' is reshuffled: its tables hold 1 epoch(s) under the saved schedule, 2 under" \
   "$WORK/epochs.out" || { cat "$WORK/epochs.out"; fail "epochs: source not named"; }
+# Only the sources' order changed: said so, not "the token files changed".
+sed -e 's/^sources: .*/sources: {i32: corpora\/corpus_i32, u16: corpora\/corpus_u16, multi: corpora\/corpus_multi}/' \
+  "$WORK/s.yaml" > "$WORK/reorder.yaml"
+grep -q "^sources: {i32" "$WORK/reorder.yaml" || fail "reorder.yaml"
+if mpirun -n 4 --oversubscribe "$GRIDFEED" run --config "$WORK/reorder.yaml" "${A[@]}" \
+     --resume "$WORK/ck5.h5" --allow-schedule-change > "$WORK/reorder.out" 2>&1; then
+  fail "a resume with reordered sources was accepted"
+fi
+grep -q "reorders the sources (saved: u16, i32, multi; now: i32, u16, multi)" "$WORK/reorder.out" \
+  || { cat "$WORK/reorder.out"; fail "reorder: not named"; }
+if grep -q "token files changed" "$WORK/reorder.out"; then fail "reorder: token files changed"; fi
 mpirun -n 4 --oversubscribe "$GRIDFEED" run --config "$WORK/future.yaml" "${A[@]}" \
   --resume "$WORK/ck5.h5" --allow-schedule-change > "$WORK/future.out" 2>&1 \
   || { cat "$WORK/future.out"; fail "a future-only amendment was refused"; }
