@@ -20,7 +20,7 @@ import gridfeed  # also: an uncaught exception on any rank ends the whole job (M
 p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 p.add_argument("--config", default="configs/demo.yaml", help="gridfeed YAML (data options)")
 p.add_argument("--train-iters", type=int, default=4)
-p.add_argument("--save", default="ckpt", help="checkpoint folder (created when missing)")
+p.add_argument("--save", default="out/train_pp", help="checkpoint folder (created when missing)")
 args = p.parse_args()
 
 world = MPI.COMM_WORLD
