@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -209,11 +210,9 @@ std::string FilePath(const std::string& dir, int64_t dp_rank) {
   return dir + "/dp" + std::to_string(dp_rank) + ".tsv";
 }
 
-// Takes the exclusive lock of ledger file `file` (DIR/dp<r>.tsv) for as long as the returned
-// descriptor is open, and records this process in it; FailedPrecondition naming the folder and
-// the holder when another process has it.
-Result<int> LockLedgerFile(const std::string& dir, const std::string& file) {
-  const std::string lock = file + ".lock";
+// Opens and exclusively locks `lock` (without waiting), recording this process in it;
+// FailedPrecondition naming the folder and the holder when another process has it.
+Result<int> TryLockLedgerFile(const std::string& dir, const std::string& lock) {
   const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) {
     return IoError("cannot open the lock file '" + lock + "' of ledger folder '" + dir +
@@ -243,6 +242,29 @@ Result<int> LockLedgerFile(const std::string& dir, const std::string& file) {
     (void)0;
   }
   return fd;
+}
+
+// Takes the exclusive lock of ledger file `file` (DIR/dp<r>.tsv) for as long as the returned
+// descriptor is open, and records this process in it; FailedPrecondition naming the folder and
+// the holder when another process has it.
+Result<int> LockLedgerFile(const std::string& dir, const std::string& file) {
+  const std::string lock = file + ".lock";
+  // The holder removes the file before it lets go: a lock taken on a file that is no longer
+  // the one at `lock` is worthless, so take the new one.
+  for (int attempt = 0;; ++attempt) {
+    GRIDFEED_ASSIGN_OR_RETURN(const int fd, TryLockLedgerFile(dir, lock));
+    struct stat held {
+    }, named{};
+    if (::fstat(fd, &held) == 0 && ::stat(lock.c_str(), &named) == 0 &&
+        held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
+      return fd;
+    }
+    ::close(fd);
+    if (attempt == 100) {
+      return IoError("cannot lock '" + lock + "' of ledger folder '" + dir +
+                     "': it keeps being replaced");
+    }
+  }
 }
 
 // A file holding anything at all (a header is already a ledger).
@@ -293,14 +315,14 @@ Result<std::unique_ptr<LedgerWriter>> LedgerWriter::Prepare(
   Pending& p = *w->pending_;
   w->path_ = FilePath(dir, dp_rank);
   GRIDFEED_ASSIGN_OR_RETURN(const int own, LockLedgerFile(dir, w->path_));
-  w->locks_.push_back(own);
+  w->locks_.push_back({own, w->path_ + ".lock"});
   const int64_t dp_size = schedule.options().dp_size;
   std::vector<std::string> others;  // DP rank 0: files beyond this run's DP ranks
   if (dp_rank == 0) {
     for (const auto& [k, path] : LedgerFiles(dir)) {
       if (k < dp_size) continue;
       GRIDFEED_ASSIGN_OR_RETURN(const int fd, LockLedgerFile(dir, path));
-      w->locks_.push_back(fd);
+      w->locks_.push_back({fd, path + ".lock"});
       others.push_back(path);
     }
   }
@@ -443,7 +465,10 @@ LedgerWriter::~LedgerWriter() {
     (void)Flush();
     std::fclose(file_);
   }
-  for (int fd : locks_) ::close(fd);  // releases the locks
+  for (const auto& [fd, lock] : locks_) {
+    ::unlink(lock.c_str());  // while held: nobody takes a lock on a file about to vanish
+    ::close(fd);             // releases it
+  }
 }
 
 Status LedgerWriter::Append(const LedgerRecord& r) {

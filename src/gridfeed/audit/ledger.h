@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gridfeed/core/status.h"
@@ -71,7 +72,8 @@ struct LedgerStart {
 
 // The ledger files of one job. Every write to DIR/dp<r>.tsv happens under an exclusive flock of
 // DIR/dp<r>.tsv.lock (it names the holder's host and pid), held from Prepare to destruction,
-// so a second job on the folder is refused instead of losing the first one's records.
+// so a second job on the folder is refused instead of losing the first one's records. The lock
+// file is removed (while still held) at destruction; one left by a killed job is taken over.
 class LedgerWriter {
  public:
   // Phase 1 of opening; writes no ledger file. Creates DIR, locks DIR/dp<dp_rank>.tsv (DP rank 0
@@ -118,7 +120,7 @@ class LedgerWriter {
   LedgerWriter();
   FILE* file_ = nullptr;
   std::string path_;
-  std::vector<int> locks_;  // descriptors of the held lock files
+  std::vector<std::pair<int, std::string>> locks_;  // held lock files: descriptor, path
   std::unique_ptr<Pending> pending_;
 };
 
