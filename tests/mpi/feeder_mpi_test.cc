@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "gridfeed/checkpoint/cursor.h"
+#include "gridfeed/config/canonical.h"
 #include "gridfeed/config/mixture_schedule.h"
 #include "gridfeed/feed/feeder.h"
 #include "gridfeed/io/file_util.h"
@@ -460,6 +462,62 @@ TEST_F(FeederMpi, MixtureStageLengthShapesEveryMicroBatch) {
     auto end = (*f)->Next();
     GRIDFEED_ASSERT_ALL_RANKS(!end.ok(), "the schedule has 5 iterations");
   }
+}
+
+// An amended-schedule resume rebuilds the saved order on rank 0 (to compare the past). A saved
+// schedule whose tables do not fit in memory (a forged or foreign checkpoint) made rank 0 throw
+// out of Open while the other ranks waited for its verdict forever; now every rank returns the
+// same error naming rank 0.
+TEST_F(FeederMpi, AmendedResumeWhoseSavedOrderCannotBeBuiltFailsEverywhere) {
+  auto schedule = [](const char* samples) {
+    return std::string(
+               R"({"sources": {"u16": "corpora/corpus_u16", "i32": "corpora/corpus_i32"},)") +
+           R"( "schedule": [{"name": "main", "samples": )" + samples +
+           R"(, "mixture": {"u16": 0.7, "i32": 0.3}}]})";
+  };
+  auto parsed = config::ParseMixtureSchedule(schedule("64"));
+  GRIDFEED_ASSERT_ALL_RANKS(parsed.ok(), parsed.status().ToString());
+  FeederOptions o;
+  o.data.mixture_schedule = config::MixtureScheduleJson(*parsed);
+  o.data.split = "969,30,1";
+  o.data.seq_length = 64;
+  o.batch.micro_batch_size = 2;
+  const std::string path = "/tmp/gridfeed_mpi_forged_schedule.h5";
+  {
+    auto f = Feeder::Open(o, MPI_COMM_WORLD);
+    ASSERT_OPEN_ALL_RANKS(f, true);
+    auto mb = (*f)->Next();
+    GRIDFEED_ASSERT_ALL_RANKS(mb.ok(), mb.status().ToString());
+    const Status saved = (*f)->SaveCheckpoint(path, 1);
+    GRIDFEED_ASSERT_ALL_RANKS(saved.ok(), saved.ToString());
+  }
+  // Rank 0 forges the saved schedule: a stage of 10^12 samples (its tables exceed memory).
+  Status forged;
+  if (WorldRank() == 0) {
+    auto c = checkpoint::ReadCursor(path);
+    if (c.ok()) {
+      auto canonical = nlohmann::json::parse(c->canonical_config);
+      auto huge = config::ParseMixtureSchedule(schedule("1000000000000"));
+      if (huge.ok()) {
+        canonical["mixture-schedule"] = config::MixtureScheduleJson(*huge);
+        c->canonical_config = canonical.dump();
+        c->fingerprint = config::FingerprintOf(c->canonical_config);
+        forged = checkpoint::WriteCursor(path, *c);
+      } else {
+        forged = huge.status();
+      }
+    } else {
+      forged = c.status();
+    }
+  }
+  GRIDFEED_ASSERT_ALL_RANKS(forged.ok(), forged.ToString());
+  o.resume.resume_from = path;
+  o.resume.allow_schedule_change = true;
+  auto f = Feeder::Open(o, MPI_COMM_WORLD);
+  ASSERT_OPEN_ALL_RANKS(f, false);
+  EXPECT_NE(f.status().message().find("rank 0"), std::string::npos) << f.status().message();
+  EXPECT_NE(f.status().message().find(path), std::string::npos) << f.status().message();
+  ExpectSameEverywhere(f.status());
 }
 
 TEST_F(FeederMpi, SplitRunsOutOnEveryRankTogether) {
