@@ -97,6 +97,7 @@ Result<std::unique_ptr<Replay>> Replay::OrdersOf(const Ledger& ledger,
     const int64_t iters = std::max(o.run.train_iters, geometry->run.train_iters);
     config::JobOptions g = *geometry;
     g.data = std::move(o.data);
+    g.resume.consumed_samples = o.resume.consumed_samples;  // where OLMo's order restarts
     g.run.train_iters = iters;
     return g;
   };
