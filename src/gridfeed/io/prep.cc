@@ -81,7 +81,7 @@ Result<PrepStats> RunPrep(const PrepOptions& opt) {
     if (opt.tokenizer_model.empty()) {
       return InvalidArgument("give --tokenizer-model FILE or --pretokenized");
     }
-    GRIDFEED_ASSIGN_OR_RETURN(tok, MakeSentencePieceTokenizer(opt.tokenizer_model));
+    GRIDFEED_ASSIGN_OR_RETURN(tok, MakeTextTokenizer(opt.tokenizer_model));
     if (opt.vocab_size && *opt.vocab_size != tok->vocab_size()) {
       return InvalidArgument("--vocab-size " + std::to_string(*opt.vocab_size) +
                              " differs from the model's " + std::to_string(tok->vocab_size()));

@@ -19,7 +19,7 @@ struct PrepOptions {
   std::string input;          // .jsonl, plain or gzip
   std::string output_prefix;  // writes PREFIX.bin and PREFIX.idx
   std::string json_key = "text";
-  std::string tokenizer_model;        // SentencePiece model; empty with `pretokenized`
+  std::string tokenizer_model;        // SentencePiece model or gf_tokenizer.json (or its folder)
   bool pretokenized = false;          // the key holds token ids
   std::optional<int64_t> vocab_size;  // required with `pretokenized`; decides the dtype
   bool append_eod = false;            // append eod_id to the last sequence of a document

@@ -1,50 +1,43 @@
 #include "gridfeed/io/tokenizer.h"
 
-#include <sentencepiece_processor.h>
-
 #include <filesystem>
 #include <nlohmann/json.hpp>
+
+#include "gridfeed/io/text_tokenizer.h"
 
 namespace gridfeed::io {
 namespace {
 
 using nlohmann::json;
 
-class SentencePieceTokenizer final : public Tokenizer {
+// Prep's view of a text tokenizer: a string is one sequence, a list of strings one sequence
+// per entry that encodes to something (like Megatron's preprocessing).
+class TextPrepTokenizer final : public Tokenizer {
  public:
-  explicit SentencePieceTokenizer(std::unique_ptr<sentencepiece::SentencePieceProcessor> sp)
-      : sp_(std::move(sp)) {}
+  explicit TextPrepTokenizer(std::unique_ptr<TextTokenizer> t) : t_(std::move(t)) {}
 
   Result<std::vector<Sequence>> Encode(const json& v) const override {
-    std::vector<std::string> texts;
+    std::vector<const std::string*> texts;
     if (v.is_string()) {
-      texts.push_back(v.get<std::string>());
+      texts.push_back(v.get_ptr<const std::string*>());
     } else if (v.is_array() &&
                std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_string(); })) {
-      for (const auto& e : v) texts.push_back(e.get<std::string>());
+      for (const auto& e : v) texts.push_back(e.get_ptr<const std::string*>());
     } else {
       return InvalidArgument("value is not a string or a list of strings");
     }
     std::vector<Sequence> out;
-    std::vector<int> ids;
-    for (const auto& t : texts) {
-      ids.clear();
-      auto st = sp_->Encode(t, &ids);
-      if (!st.ok()) return InvalidArgument("sentencepiece: " + st.ToString());
-      if (ids.empty()) continue;
-      out.emplace_back(ids.begin(), ids.end());
+    for (const std::string* t : texts) {
+      GRIDFEED_ASSIGN_OR_RETURN(Sequence ids, t_->Encode(*t));
+      if (!ids.empty()) out.push_back(std::move(ids));
     }
     return out;
   }
-  int64_t vocab_size() const override { return sp_->GetPieceSize(); }
-  std::optional<int64_t> eos_id() const override {
-    int id = sp_->eos_id();
-    if (id < 0) return std::nullopt;
-    return id;
-  }
+  int64_t vocab_size() const override { return t_->vocab_size(); }
+  std::optional<int64_t> eos_id() const override { return t_->eos_id(); }
 
  private:
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  std::unique_ptr<TextTokenizer> t_;
 };
 
 class PretokenizedTokenizer final : public Tokenizer {
@@ -94,17 +87,18 @@ class PretokenizedTokenizer final : public Tokenizer {
 
 }  // namespace
 
+std::unique_ptr<Tokenizer> MakePrepTokenizer(std::unique_ptr<TextTokenizer> text) {
+  return std::make_unique<TextPrepTokenizer>(std::move(text));
+}
+
 Result<std::unique_ptr<Tokenizer>> MakeSentencePieceTokenizer(const std::string& model_path) {
-  if (!std::filesystem::exists(model_path)) {
-    return NotFound("no such tokenizer model: '" + model_path + "'");
-  }
-  auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  auto st = sp->Load(model_path);
-  if (!st.ok()) {
-    return InvalidArgument("cannot load SentencePiece model '" + model_path +
-                           "': " + st.ToString());
-  }
-  return std::unique_ptr<Tokenizer>(new SentencePieceTokenizer(std::move(sp)));
+  GRIDFEED_ASSIGN_OR_RETURN(auto t, LoadSentencePieceTokenizer(model_path));
+  return MakePrepTokenizer(std::move(t));
+}
+
+Result<std::unique_ptr<Tokenizer>> MakeTextTokenizer(const std::string& path) {
+  GRIDFEED_ASSIGN_OR_RETURN(auto t, LoadTextTokenizer(path));
+  return MakePrepTokenizer(std::move(t));
 }
 
 std::unique_ptr<Tokenizer> MakePretokenizedTokenizer(int64_t vocab_size) {

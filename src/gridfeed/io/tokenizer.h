@@ -28,6 +28,16 @@ class Tokenizer {
   virtual std::optional<int64_t> eos_id() const = 0;
 };
 
+class TextTokenizer;
+
+// Any text tokenizer (text_tokenizer.h). Strings are encoded as one sequence; a list of strings
+// as one sequence per entry that encodes to something.
+std::unique_ptr<Tokenizer> MakePrepTokenizer(std::unique_ptr<TextTokenizer> text);
+
+// What `--tokenizer-model PATH` names: a SentencePiece model file, a gf_tokenizer.json or a
+// folder holding one (LoadTextTokenizer decides by content).
+Result<std::unique_ptr<Tokenizer>> MakeTextTokenizer(const std::string& path);
+
 // A SentencePiece model file. Strings are encoded as one sequence; a list of strings as one
 // sequence per non-empty entry (like Megatron's preprocessing).
 Result<std::unique_ptr<Tokenizer>> MakeSentencePieceTokenizer(const std::string& model_path);
