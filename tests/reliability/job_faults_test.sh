@@ -11,7 +11,8 @@
 #  5. the toy trainer (when given): the same ledger refusal, and an amended mixture schedule
 #     resumed with a ledger continues it (it opened the ledger without the schedule history);
 #  6. a reader's read error reaches its TP peers as an error (status first), no one waits;
-#  7. a ledger write failure ends every rank with the message, before a checkpoint covers it.
+#  7. a ledger write failure ends every rank with the message, before a checkpoint covers it;
+#  8. a NUL in a path option (from YAML) is refused naming the flag.
 # Every command runs under `timeout`: a hang fails the test instead of blocking CI.
 # Usage: job_faults_test.sh GRIDFEED GOLDEN_DIR [TOY_TRAINER]
 set -euo pipefail
@@ -134,6 +135,13 @@ run_job "$WORK/lw.log" "${MPI[@]}" "$GRIDFEED" run "${D[@]}" --train-iters 4 --s
 expect_error "$WORK/lw.log" $rc 2 "the ledger at iteration 2" "cannot write ledger record 3"
 if grep -q "MPI_ABORT" "$WORK/lw.log"; then cat "$WORK/lw.log"; fail "ledger failure: MPI_Abort"; fi
 [ ! -e "$WORK/lw.h5" ] || fail "a checkpoint was written past a failed ledger write"
+
+# 8. A NUL in a path from YAML ("\0") is refused naming the flag (it wrote the truncated name).
+printf 'ledger: "%s/nul\\0x"\n' "$WORK" > "$WORK/nul.yaml"
+run_job "$WORK/nul.log" "${MPI[@]}" "$GRIDFEED" run "${D[@]}" --config "$WORK/nul.yaml" \
+  --train-iters 2
+expect_error "$WORK/nul.log" $rc 2 "--ledger holds a NUL character"
+[ ! -e "$WORK/nul" ] || fail "a NUL path wrote its truncated name"
 
 # 5. The toy trainer shares the ledger's rules, with the schedule history.
 if [ -n "$TRAINER" ]; then

@@ -397,6 +397,17 @@ Result<int64_t> ParseSampleCount(const std::string& flag, const std::string& val
 }
 
 Status Validate(const JobOptions& o) {
+  // A NUL (possible from YAML's "\0") would cut a path short where the C library sees it: the
+  // file written or read would be another than the one named.
+  for (const auto& row : Table()) {
+    const FieldRef f = Get(row, o);
+    bool nul = false;
+    if (const auto* s = std::get_if<std::string*>(&f)) nul = (*s)->find('\0') != std::string::npos;
+    if (const auto* v = std::get_if<std::vector<std::string>*>(&f)) {
+      for (const auto& x : **v) nul = nul || x.find('\0') != std::string::npos;
+    }
+    if (nul) return InvalidArgument(row.flag() + " holds a NUL character");
+  }
   for (const auto& row : Table()) {
     if (row.choices.empty()) continue;
     const std::string& v = At<std::string>(row, o);
