@@ -16,6 +16,10 @@
 // NCCL into each TP rank's GPU memory, MicroBatch::device_payload); CP ranks get their zigzag
 // chunks. Every rank returns OutOfRange at the same step when the split runs out (never with
 // --dataloader-type cyclic).
+// A reader's read error (or an exception in its prefetch thread) is returned by Next() on the
+// reader and, through the status-first TP broadcast, on its TP peers (naming the reader's world
+// rank); every later Next() there returns it again. Other TP groups and middle stages do not
+// learn it: the caller ends the job with the message (gridfeed run and the toy trainer abort).
 // ~Feeder is collective: it frees the node-shared window and the grid's communicators, so every
 // rank destroys its Feeder at the same point of the program (never while unwinding alone).
 // Not thread safe: call from the trainer's thread (the MPI calls happen there).
