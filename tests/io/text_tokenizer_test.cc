@@ -442,6 +442,28 @@ TEST(CharVocabTokenizer, PairsTextRoundTrip) {
       << bad.status().message();
 }
 
+// Named ids inside the plain range shift the ranks (worked out by hand from the contract):
+// V 10, A 3, named 2 and 5 -> plain ids 0 1 3 4 6 7 8 9 = ranks 0..7; ranks 0..2 are U+0100..
+// U+0102, rank 3 + 3a + b the pair (a, b).
+TEST(CharVocabTokenizer, RanksAroundNamedIds) {
+  const json j = {{"kind", "gf-charvocab-v1"}, {"vocab_size", 10},
+                  {"alphabet_size", 3},        {"named_tokens", {{"<e>", 2}, {"<x>", 5}}},
+                  {"eos_token", "<e>"},        {"pad_token", nullptr},
+                  {"bos_token", nullptr},      {"call_adds_bos", false}};
+  auto t = ParseGfTokenizerJson(j.dump(), "mem.json");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  auto enc = [&](std::string_view s) { return (*t)->Encode(s).value(); };
+  EXPECT_EQ(enc("\u0100\u0100"), (std::vector<int64_t>{4}));     // pair (0, 0) = rank 3
+  EXPECT_EQ(enc("\u0101\u0101"), (std::vector<int64_t>{9}));     // pair (1, 1) = rank 7
+  EXPECT_EQ(enc("\u0102\u0100"), (std::vector<int64_t>{3, 0}));  // pair rank 9 > 7: singles
+  EXPECT_EQ(enc("\u0100\u0102\u0101"), (std::vector<int64_t>{7, 1}));
+  EXPECT_EQ((*t)->Decode(std::vector<int64_t>{2, 8, 5}).value(), "\u0101\u0100");
+  EXPECT_EQ((*t)->TokenId("\u0101\u0100"), 8);
+  EXPECT_EQ((*t)->TokenId("\u0102\u0102"), std::nullopt);
+  EXPECT_EQ((*t)->eos_id(), 2);
+  EXPECT_TRUE((*t)->IsSpecial(5));  // every named token is special
+}
+
 TEST(TextTokenizer, SharedAcrossThreads) {
   auto t = Load(FimDir() + "/tokenizers/i32_pairs");
   ASSERT_TRUE(t);

@@ -388,6 +388,9 @@ class CharVocab final : public TextTokenizer {
     GRIDFEED_ASSIGN_OR_RETURN(chat_template_, f.OptString("chat_template"));
     for (const auto& [name, id] : named_) named_sorted_.push_back(id);
     std::sort(named_sorted_.begin(), named_sorted_.end());
+    for (size_t k = 0; k < named_sorted_.size(); ++k) {
+      named_shifted_.push_back(named_sorted_[k] - static_cast<int64_t>(k));
+    }
     plain_ = vocab_size_ - static_cast<int64_t>(named_sorted_.size());
     // Pair ranks A + a*A + b need a, b < A: a vocabulary beyond that has tokens of no spelling.
     if (plain_ > alphabet_ && plain_ - alphabet_ > alphabet_ * alphabet_) {
@@ -469,14 +472,11 @@ class CharVocab final : public TextTokenizer {
     if (c < 0x100 || (c >= 0xD800 && c < 0xE000)) return -1;
     return c >= 0xE000 ? static_cast<int64_t>(c) - 0x100 - 0x800 : static_cast<int64_t>(c) - 0x100;
   }
-  // The plain id of rank r (r < plain_): r plus the named ids at or below it.
+  // The plain id of rank r (r < plain_): r plus the named ids at or below it, which are the
+  // k with named_sorted_[k] - k <= r (non-decreasing in k, so a binary search).
   int64_t IdOfRank(int64_t r) const {
-    int64_t id = r;
-    for (int64_t n : named_sorted_) {
-      if (n > id) break;
-      ++id;
-    }
-    return id;
+    return r + (std::upper_bound(named_shifted_.begin(), named_shifted_.end(), r) -
+                named_shifted_.begin());
   }
   // The rank of plain id `id`, -1 if it is named.
   int64_t RankOf(int64_t id) const {
@@ -490,6 +490,7 @@ class CharVocab final : public TextTokenizer {
   bool call_adds_bos_ = false;
   std::map<std::string, int64_t> named_;
   std::vector<int64_t> named_sorted_;
+  std::vector<int64_t> named_shifted_;  // named_sorted_[k] - k
 };
 
 }  // namespace
