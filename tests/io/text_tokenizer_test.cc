@@ -314,13 +314,13 @@ struct Trace {
   }
 };
 
-// The FIM items of the cases without --fim-split-sample, rebuilt from the windows and the
-// recorded draws with this tokenizer: every randint bound is len(decode(segment)) + 1 and the
-// items' tokens are the re-encoded pieces (pairs re-merged, a BOS per piece where the tokenizer
-// adds one). Everything compared is Megatron's output.
+// The FIM items of every case, rebuilt from the windows and the recorded draws with this
+// tokenizer (the segmenting and splitting of the design doc's part B as scaffolding): every randint
+// bound is len(decode(segment)) + 1 and the items' tokens are the re-encoded pieces (pairs
+// re-merged, a BOS per piece where the tokenizer adds one). Everything compared is Megatron's
+// output.
 TEST(CharVocabTokenizer, FimItemsReencode) {
-  for (const char* name :
-       {"u16_L128_pairs_bos_pad", "u16_L256_noprefix_flags", "u16_L64_r05_spm05_1to1"}) {
+  for (const char* name : kFimCases) {
     SCOPED_TRACE(name);
     const std::string dir = FimDir() + "/cases/" + name;
     const json c = ReadJson(dir + "/case.json");
@@ -332,6 +332,11 @@ TEST(CharVocabTokenizer, FimItemsReencode) {
     const json& ids = c["splits"]["train"]["mid"][0]["fim_token_ids"];
     const int64_t pre = ids["prefix"], mid = ids["middle"], suf = ids["suffix"], fpad = ids["pad"],
                   eod = ids["eod"];
+    const json& split_id = c["splits"]["train"]["mid"][0]["fim_split_sample_id"];
+    const std::optional<int64_t> split =
+        split_id.is_null() ? std::nullopt : std::optional<int64_t>(split_id.get<int64_t>());
+    const double fragment_rate =
+        in["fim_fragment_rate"].is_null() ? -1.0 : in["fim_fragment_rate"].get<double>();
     std::optional<std::vector<char32_t>> no_prefix;
     if (!in["fim_no_prefix"].is_null())
       no_prefix = DecodeUtf8(in["fim_no_prefix"].get<std::string>()).value();
@@ -346,10 +351,10 @@ TEST(CharVocabTokenizer, FimItemsReencode) {
       ASSERT_TRUE(std::getline(traces, line));
       Trace tr{json::parse(line)["rng_calls"].get<std::vector<json>>()};
       std::vector<int64_t> out;
-      auto permute = [&](std::vector<int64_t> seg) {
+      auto permute = [&](std::vector<int64_t> seg, double rate) {
         const json& b = tr.Take("binomial");
         ASSERT_EQ(b[0], "binomial");
-        ASSERT_EQ(b[2].get<double>(), fim_rate);
+        ASSERT_EQ(b[2].get<double>(), rate);
         if (b[3].get<int>() == 0) return out.insert(out.end(), seg.begin(), seg.end()), void();
         auto text = t->Decode(seg);
         ASSERT_TRUE(text.ok()) << text.status().ToString();
@@ -385,18 +390,37 @@ TEST(CharVocabTokenizer, FimItemsReencode) {
         }
         ++permuted;
       };
+      // Split-and-permute: fragments between split tokens, a sample-level draw first.
+      auto fsp = [&](std::vector<int64_t> seg) {
+        if (!split || std::find(seg.begin(), seg.end(), *split) == seg.end()) {
+          return permute(std::move(seg), fim_rate);
+        }
+        const json& b = tr.Take("binomial");
+        ASSERT_EQ(b[2].get<double>(), fim_rate);
+        if (b[3].get<int>() == 0) return out.insert(out.end(), seg.begin(), seg.end()), void();
+        size_t s = 0;
+        for (size_t i = 0; i < seg.size(); ++i) {
+          if (seg[i] != *split) continue;
+          if (i > s) {
+            permute({seg.begin() + s, seg.begin() + i}, fragment_rate);
+            out.push_back(*split);
+          }
+          s = i + 1;
+        }
+        permute({seg.begin() + s, seg.end()}, fragment_rate);
+      };
       const std::vector<int64_t> w(windows.begin() + k * (L + 1),
                                    windows.begin() + (k + 1) * (L + 1));
       size_t s = 0;
       for (size_t i = 0; i < w.size(); ++i) {
         if (w[i] != eod) continue;
         if (i > s) {
-          permute({w.begin() + s, w.begin() + i});
+          fsp({w.begin() + s, w.begin() + i});
           out.push_back(eod);
         }
         s = i + 1;
       }
-      permute({w.begin() + s, w.end()});
+      fsp({w.begin() + s, w.end()});
       EXPECT_EQ(tr.next, tr.calls.size()) << "fetch " << k << ": draws left over";
       out.resize(L + 1, fpad);
       out.resize(L);
