@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "accounting_svg.h"
 #include "commands.h"
 #include "gridfeed/audit/replay.h"
 #include "gridfeed/config/canonical.h"
@@ -183,152 +184,6 @@ Status RunVerify(const AuditArgs& a) {
   return Status::Ok();
 }
 
-// Text for an SVG element: the markup characters escaped.
-std::string XmlEscape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-// Mixture ledgers: per source and stage, the share achieved over the trailing window of
-// iterations (solid) against the target share over the same positions (dashed), stage
-// boundaries dashed gray. Each line's values are in its data-values attribute too
-// ("iteration:share ...") for tools and tests.
-std::string ShareSvg(const audit::Accounting& acc) {
-  const double left = 60, right = 700, top = 50, bottom = 340;
-  int64_t lo = -1, hi = 0;
-  for (const auto& st : acc.stages) {
-    for (int64_t it : st.iterations) {
-      lo = lo < 0 ? it : std::min(lo, it);
-      hi = std::max(hi, it);
-    }
-  }
-  lo = std::max<int64_t>(lo, 0);
-  const double span = static_cast<double>(std::max<int64_t>(1, hi - lo));
-  auto x = [&](int64_t it) { return left + (right - left) * static_cast<double>(it - lo) / span; };
-  auto y = [&](double v) { return bottom - (bottom - top) * std::clamp(v, 0.0, 1.0); };
-  auto num = [](double v) {
-    char b[32];
-    std::snprintf(b, sizeof(b), "%.2f", v);
-    return std::string(b);
-  };
-  const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
-  std::string svg =
-      "<svg xmlns='http://www.w3.org/2000/svg' width='760' height='400'>\n"
-      "<rect width='760' height='400' fill='white'/>\n"
-      "<text x='60' y='20' font-size='14'>share per source: achieved over the trailing " +
-      std::to_string(acc.window) +
-      " iterations of each stage (solid) vs target (dashed)</text>\n"
-      "<line x1='60' y1='340' x2='700' y2='340' stroke='black'/>"
-      "<line x1='60' y1='340' x2='60' y2='50' stroke='black'/>\n"
-      "<text x='35' y='344' font-size='11'>0</text><text x='35' y='54' font-size='11'>1</text>"
-      "<text x='25' y='199' font-size='11'>0.5</text>\n"
-      "<text x='55' y='360' font-size='11'>iteration " +
-      std::to_string(lo) + "</text><text x='620' y='360' font-size='11'>iteration " +
-      std::to_string(hi) + "</text>\n";
-  for (size_t i = 1; i < acc.stages.size(); ++i) {
-    const auto& st = acc.stages[i];
-    if (st.first_iteration < 0) continue;
-    const std::string bx = num(x(st.first_iteration));
-    svg += "<line class='stage-boundary' x1='" + bx + "' y1='340' x2='" + bx +
-           "' y2='50' stroke='gray' stroke-dasharray='4,3'/><text x='" + bx +
-           "' y='45' font-size='10' fill='gray'>" + XmlEscape(st.name) + " (iteration " +
-           std::to_string(st.first_iteration) + ")</text>\n";
-  }
-  for (const auto& st : acc.stages) {
-    for (size_t k = 0; k < st.sources.size(); ++k) {
-      const auto& c = st.sources[k];
-      const std::string color = colors[k % 6];
-      for (const bool target : {false, true}) {
-        const auto& values = target ? c.target_series : c.share_series;
-        std::string pts, data;
-        for (size_t j = 0; j < values.size() && j < st.iterations.size(); ++j) {
-          char v[40];
-          std::snprintf(v, sizeof(v), "%.17g", values[j]);
-          pts += num(x(st.iterations[j])) + "," + num(y(values[j])) + " ";
-          data += std::to_string(st.iterations[j]) + ":" + v + " ";
-        }
-        if (pts.empty()) continue;
-        svg += std::string("<polyline class='") + (target ? "target" : "achieved") +
-               "' data-source='" + XmlEscape(acc.sources[k].prefix) + "' data-stage='" +
-               XmlEscape(st.name) + "' data-values='" + data + "' fill='none' stroke='" + color +
-               (target ? "' stroke-width='1.5' stroke-dasharray='6,3'" : "' stroke-width='2'") +
-               " points='" + pts + "'/>\n";
-      }
-    }
-  }
-  for (size_t k = 0; k < acc.sources.size(); ++k) {
-    svg += "<text x='710' y='" + std::to_string(60 + 15 * k) + "' font-size='11' fill='" +
-           colors[k % 6] + "'>" + XmlEscape(acc.sources[k].prefix) + "</text>\n";
-  }
-  return svg + "</svg>\n";
-}
-
-std::string Svg(const audit::Accounting& acc) {
-  const double w = 640, h = 360, pad = 50;
-  int64_t max_tokens = 1, max_iter = 1;
-  for (const auto& s : acc.series) {
-    for (int64_t v : s) max_tokens = std::max(max_tokens, v);
-  }
-  if (!acc.iterations.empty()) max_iter = std::max<int64_t>(1, acc.iterations.back());
-  const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
-  std::string svg =
-      "<svg xmlns='http://www.w3.org/2000/svg' width='640' height='360'>\n"
-      "<rect width='640' height='360' fill='white'/>\n"
-      "<text x='50' y='25' font-size='14'>consumed tokens per source</text>\n";
-  svg +=
-      "<line x1='50' y1='310' x2='610' y2='310' stroke='black'/>"
-      "<line x1='50' y1='310' x2='50' y2='40' stroke='black'/>\n";
-  svg += "<text x='560' y='330' font-size='11'>iteration " + std::to_string(max_iter) +
-         "</text><text x='5' y='45' font-size='11'>" + std::to_string(max_tokens) + "</text>\n";
-  // Stage boundaries: a dashed line at the first iteration that read each later stage.
-  for (size_t i = 1; i < acc.stages.size(); ++i) {
-    const auto& st = acc.stages[i];
-    if (st.first_iteration < 0) continue;
-    const std::string x = std::to_string(
-        pad + (w - 2 * pad + 10) * static_cast<double>(st.first_iteration) / max_iter);
-    svg += "<line class='stage-boundary' x1='" + x + "' y1='310' x2='" + x +
-           "' y2='40' stroke='gray' stroke-dasharray='4,3'/><text x='" + x +
-           "' y='37' font-size='10' fill='gray'>" + XmlEscape(st.name) + " (iteration " +
-           std::to_string(st.first_iteration) + ")</text>\n";
-  }
-  for (size_t k = 0; k < acc.series.size(); ++k) {
-    std::string pts;
-    for (size_t i = 0; i < acc.series[k].size(); ++i) {
-      const double x = pad + (w - 2 * pad + 10) * static_cast<double>(acc.iterations[i]) / max_iter;
-      const double y = h - pad -
-                       (h - 2 * pad - 20) * static_cast<double>(acc.series[k][i]) /
-                           static_cast<double>(max_tokens);
-      pts += std::to_string(x) + "," + std::to_string(y) + " ";
-    }
-    svg += "<polyline fill='none' stroke-width='2' stroke='" + std::string(colors[k % 6]) +
-           "' points='" + pts + "'/>\n<text x='60' y='" + std::to_string(60 + 15 * k) +
-           "' font-size='11' fill='" + colors[k % 6] + "'>" + XmlEscape(acc.sources[k].prefix) +
-           "</text>\n";
-  }
-  return svg + "</svg>\n";
-}
-
 Status RunAccounting(const AuditArgs& a) {
   GRIDFEED_ASSIGN_OR_RETURN(auto ledger, audit::ReadLedger(a.ledger));
   GRIDFEED_ASSIGN_OR_RETURN(auto acc, audit::Account(ledger, a.until, a.window));
@@ -409,9 +264,16 @@ Status RunAccounting(const AuditArgs& a) {
     }
   }
   if (!a.plot.empty()) {
-    GRIDFEED_RETURN_IF_ERROR(
-        io::WriteStringToFile(a.plot, acc.stages.empty() ? Svg(acc) : ShareSvg(acc)));
-    if (!a.json) std::printf("plot: %s\n", a.plot.c_str());
+    if (acc.stages.empty() && !TokensPlotIsInformative(acc)) {
+      // One source's tokens are the run's tokens: a plot of them says nothing.
+      std::fprintf(a.json ? stderr : stdout,
+                   "plot: not written: the ledger reads one source (its tokens are the run's "
+                   "tokens, in the table above)\n");
+    } else {
+      GRIDFEED_RETURN_IF_ERROR(
+          io::WriteStringToFile(a.plot, acc.stages.empty() ? TokensSvg(acc) : SharesSvg(acc)));
+      if (!a.json) std::printf("plot: %s\n", a.plot.c_str());
+    }
   }
   return Status::Ok();
 }

@@ -110,6 +110,9 @@ assert sum(map(sum, counts)) == 192, counts
 assert first_iteration == [0, 6], first_iteration
 svg = open(f"{w}/acc.svg").read()
 assert svg.count("class='stage-boundary'") == 1 and "anneal (iteration 6)" in svg, svg
+# Every stage named where it starts (the first too), both axes named, with ticks.
+assert "main (iteration 0)" in svg and "class='x-label'" in svg and "class='y-label'" in svg, svg
+assert svg.count("class='x-tick'") >= 3 and svg.count("class='y-tick'") >= 3, svg
 print("per-stage accounting: counts, shares and targets match the ledger and the schedule")
 PY
 # --until-step 6 counts the main stage only (positions [0, 96)): the target printed next to the

@@ -123,12 +123,16 @@ refused accounting_dataset "is not a source" "$GRIDFEED" audit accounting --ledg
 mkdir -p "$WORK/odd"
 cp corpora/corpus_u16.bin "$WORK/odd/a&b<c.bin"
 cp corpora/corpus_u16.idx "$WORK/odd/a&b<c.idx"
-(cd "$WORK/odd" && mpirun -n 1 "$GRIDFEED" run --data-path 1.0 'a&b<c' --split 100,0,0 \
+cp corpora/corpus_i32.bin "$WORK/odd/d'e.bin"  # a second source: one source draws no plot
+cp corpora/corpus_i32.idx "$WORK/odd/d'e.idx"
+(cd "$WORK/odd" && mpirun -n 1 "$GRIDFEED" run --data-path 0.5 'a&b<c' 0.5 "d'e" \
+  --vocab-size 128256 --split 100,0,0 \
   --seq-length 64 --train-samples 40 --micro-batch-size 2 --train-iters 4 --ledger l \
   > run.out 2>&1 && "$GRIDFEED" audit accounting --ledger l --plot p.svg > acc.out 2>&1) \
   || { cat "$WORK/odd/run.out" "$WORK/odd/acc.out" 2>/dev/null; fail "accounting with an odd name"; }
 /usr/bin/python3 -c "import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); \
-assert any('a&b<c' in (t.firstChild.data if t.firstChild else '') for t in d.getElementsByTagName('text'))" \
+t = [x.firstChild.data if x.firstChild else '' for x in d.getElementsByTagName('text')]; \
+assert any('a&b<c' in x for x in t) and any(\"d'e\" in x for x in t)" \
   "$WORK/odd/p.svg" || fail "the SVG is not well-formed or lost the name"
 
 # A rank-0 allocation failure (tables far beyond memory) ends every rank with the same error.
