@@ -92,8 +92,8 @@ def train_config_from_memmap_call(call):
 def check_tables(cfg, world, want, what, want_total=None, want_device=None):
     path = config_file(cfg)
     out = os.path.join(WORK, f"t{n_cfg}")
-    sh([GRIDFEED, "tables", "--config", path, "--data-parallel-size", str(world), "--out", out],
-       what=what)
+    dp = [] if world is None else ["--data-parallel-size", str(world)]
+    sh([GRIDFEED, "tables", "--config", path, "--out", out] + dp, what=what)
     got = np.load(os.path.join(out, "global_indices.npy"))
     if got.dtype != np.uint32:
         fail(f"{what}: global_indices dtype {got.dtype}, OLMo writes uint32")
@@ -120,6 +120,10 @@ for name in sorted(os.listdir("cases/iter")):
     cfg.update(seed=p["seed"], epoch=p["epoch"], global_train_batch_size=p["global_batch_size"])
     cfg["data"]["drop_last"] = p["drop_last"]
     check_tables(cfg, p["world_size"], c["global_indices"], f"tables iter/{name}",
+                 p["total_size"], p["device_batch_size"])
+    # OLMo's device_train_batch_size (global / W) tells the DP size when no flag does.
+    cfg["device_train_batch_size"] = p["device_batch_size"]
+    check_tables(cfg, None, c["global_indices"], f"tables iter/{name}, DP from the device batch",
                  p["total_size"], p["device_batch_size"])
 
 

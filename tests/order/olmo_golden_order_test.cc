@@ -8,6 +8,7 @@
 
 #include "gridfeed/io/olmo_token_files.h"
 #include "gridfeed/order/olmo_order.h"
+#include "gridfeed/order/olmo_pipeline.h"
 #include "gridfeed/order/pcg64.h"
 #include "olmo_golden_dataset.h"
 #include "testing/sha256.h"
@@ -526,6 +527,86 @@ TEST(OlmoGolden, DataLoader) {
     }
   }
   testing::PrintOlmoCounts("dataloader", static_cast<int>(cases.size()));
+}
+
+// The feeder's positions (OlmoPositions, what `gridfeed run` and the Python Feeder read) give
+// every golden DataLoader epoch and restart: a start at --consumed-samples (epoch - first epoch)
+// x total_size + start_index, walked as the read schedule walks it (rank r reads slots
+// [r*mbs, (r+1)*mbs) of every mbs x W positions after the start), for micro-batches of 1 and of
+// the device batch and every recorded num_workers.
+TEST(OlmoGolden, DataLoaderThroughFeederPositions) {
+  const auto cases = OlmoCasesOfKind("dataloader");
+  int checked = 0;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const json& tc = c.json.at("train_config");
+    const json& data = tc.at("data");
+    if (data.value("drop_last", false)) continue;  // restarts are recorded without drop_last
+    config::JobOptions o;
+    for (const auto& path : data.at("paths")) {
+      o.data.olmo_paths.push_back(testing::OlmoGoldenDir() + "/" + path.get<std::string>());
+    }
+    o.data.olmo_memmap_dtype = data.value("memmap_dtype", "uint16");
+    o.data.seq_length = tc.at("model").at("max_sequence_length").get<int64_t>();
+    const json& seed = data.contains("seed") && !data["seed"].is_null() ? data["seed"] : tc["seed"];
+    o.data.seed = seed.get<int64_t>();
+    const int64_t first = tc.at("epoch").is_null() ? 0 : tc["epoch"].get<int64_t>();
+    o.data.olmo_epoch = first;
+    const int64_t w = c.json.at("world_size").get<int64_t>();
+    o.grid.data_parallel_size = w;
+    o.batch.global_batch_size = tc.at("global_train_batch_size").get<int64_t>();
+    const int64_t b = tc.at("device_train_batch_size").get<int64_t>();
+    std::map<int64_t, std::map<int64_t, const json*>> runs;  // num_workers -> rank -> run
+    for (const auto& run : c.json.at("runs")) {
+      runs[run.at("num_workers").get<int64_t>()][run.at("rank").get<int64_t>()] = &run;
+    }
+    for (const auto& [k, by_rank] : runs) {
+      o.data.olmo_num_workers = k;
+      const json& epochs = by_rank.at(0)->at("epochs");
+      for (size_t e = 0; e < epochs.size(); ++e) {
+        const int64_t epoch = epochs[e].at("epoch").get<int64_t>();
+        const int64_t start = epochs[e].at("start_index").get<int64_t>();
+        if (start == 0 && epoch != first) continue;  // reshuffled epochs follow the first
+        const int64_t total = by_rank.at(0)->at("total_size").get<int64_t>();
+        for (int64_t mbs : {int64_t{1}, b}) {
+          SCOPED_TRACE("K " + std::to_string(k) + " epoch " + std::to_string(epoch) + " start " +
+                       std::to_string(start) + " mbs " + std::to_string(mbs));
+          o.batch.micro_batch_size = mbs;
+          o.resume.consumed_samples = (epoch - first) * total + start;
+          o.run.train_iters = total / w / b + 2;
+          auto plan = PlanOlmoOrder(o);
+          ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+          const OlmoPositions positions(*plan);
+          std::map<int64_t, std::vector<uint32_t>> orders;  // epoch offset -> global order
+          for (int64_t r = 0; r < w; ++r) {
+            std::vector<int64_t> want;
+            for (const auto& batch : by_rank.at(r)->at("epochs")[e].at("batches")) {
+              for (const auto& i : batch.at("index")) want.push_back(i.get<int64_t>());
+            }
+            std::vector<int64_t> got;
+            for (int64_t i = 0; i < static_cast<int64_t>(want.size()); ++i) {
+              const int64_t p = o.resume.consumed_samples + (i / mbs) * mbs * w + r * mbs + i % mbs;
+              ASSERT_LT(p, plan->length);
+              const OlmoSlot slot = positions.Locate(p);
+              auto it = orders.find(slot.epoch);
+              if (it == orders.end()) {
+                const SeedWords s = AddToSeed(SeedWordsOf(static_cast<uint64_t>(o.data.seed)),
+                                              static_cast<uint64_t>(first + slot.epoch));
+                it = orders
+                         .emplace(slot.epoch,
+                                  OlmoGlobalIndices(plan->instances, s, true, plan->sizes))
+                         .first;
+              }
+              got.push_back(it->second.at(static_cast<size_t>(slot.global_index)));
+            }
+            ExpectSameValues(want, got, "rank " + std::to_string(r));
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
 }
 
 // Every case kind in index.json is one this binary (or the items binary) checks, and every

@@ -113,6 +113,12 @@ OlmoPlan GeometryOf(const config::JobOptions& o) {
   OlmoPlan p;
   const auto& d = o.data;
   p.world_size = std::max<int64_t>(1, o.grid.data_parallel_size);
+  // An offline tool without --data-parallel-size: OLMo's device_train_batch_size (global / W)
+  // names W (a run always knows its DP size; a mismatch is refused by FinishPlan).
+  const int64_t device = o.batch.device_train_batch_size, gbs = o.batch.global_batch_size;
+  if (o.grid.data_parallel_size == 0 && device > 0 && gbs > 0 && gbs % device == 0) {
+    p.world_size = gbs / device;
+  }
   p.micro_batch_size = o.batch.micro_batch_size;
   p.global_batch_size =
       o.batch.global_batch_size ? o.batch.global_batch_size : p.micro_batch_size * p.world_size;

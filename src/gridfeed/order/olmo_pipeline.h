@@ -57,7 +57,8 @@ int OlmoTokenSize(const config::DataOptions& options);
 // dataset[i]'s options from the --olmo-* rows, --pad-id and --eod-id.
 OlmoItemOptions OlmoItemOptionsOf(const config::DataOptions& options);
 
-// DP size from --data-parallel-size (1 when 0: offline tools), the batch sizes as resolved.
+// DP size from --data-parallel-size (when 0, in offline tools: global batch /
+// device_train_batch_size when that is given, else 1), the batch sizes as resolved.
 // InvalidArgument names the flag or file; FailedPrecondition for an empty order (where OLMo
 // crashes writing an empty global_indices.npy).
 Result<OlmoPlan> PlanOlmoOrder(const config::JobOptions& options);
