@@ -155,6 +155,16 @@ for group in ("seeds_and_sizes", "small_grid", "seed_plus_epoch"):
             os.path.join("cases/global_indices", group, e["file"]))
         check_tables(cfg, e["world_size"], want, what, e["total_size"], e["device_batch_size"])
 
+# numpy's Generator(PCG64(seed)).shuffle(arange(n)) for the rng units' seeds (up to 141 bits)
+# as an OLMo YAML gives them: one rank, epoch 0, one-token instances, global batch 1.
+for e in load("rng", "pcg64_units")["entries"]:
+    for n, sh_ in e["shuffles"].items():
+        want = sh_["values"] if "values" in sh_ else np.load(
+            os.path.join("cases/rng/pcg64_units", sh_["file"]))
+        cfg = {"seed": int(e["seed"]), "global_train_batch_size": 1,
+               "model": {"max_sequence_length": 1}, "data": {"paths": [one_token_instances(int(n))]}}
+        check_tables(cfg, 1, want, f"tables rng seed {e['seed']} ({e['seed_bits']} bits) n={n}")
+
 big_seeds = [int(e["seed"]) for g in ("seeds_and_sizes",) for e in load("global_indices", g)["entries"]
              if e["shuffle"] and int(e["seed"]) >= 2**128]
 if not big_seeds:
