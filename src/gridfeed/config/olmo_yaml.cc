@@ -273,6 +273,11 @@ Status ApplyData(const Reader& r, const YAML::Node& data, JobOptions* o, std::st
     const std::string k = kv.first.Scalar();
     const std::string key = "data." + k;
     const YAML::Node& v = kv.second;
+    if (k == "num_threads") {
+      return r.Error(key,
+                     "is not a key of OLMo's DataConfig (OLMo refuses it: num_threads is an "
+                     "argument of its IterableDataset, and never changes the order)");
+    }
     if (!Contains(DataConfigKeys(), k)) return r.Unknown(key, k, "DataConfig", DataConfigKeys());
     if (IsInertDataKey(k)) {
       ignored->push_back(key);
