@@ -197,7 +197,8 @@ int Run(const Args& a, const config::OptionFlags& flags) {
     ledger = std::move(w).value();
   }
   const int64_t micro = feeder.num_microbatches_per_global_batch();
-  const int64_t B = options.batch.micro_batch_size, D = mc.d_model;
+  // As the feeder resolved it (an OLMo device batch may set another than the option).
+  const int64_t B = feeder.options().batch.micro_batch_size, D = mc.d_model;
   MPI_Comm pp = g.pp_comm();
   // Per-source loss (a blend of several sources): each sample's loss, averaged per source id.
   const std::vector<std::string> source_names = SourceNames(options.data);

@@ -130,4 +130,18 @@ print("per-source loss: counts equal the ledger's, weighted mean equals the loss
 PY
 "$GRIDFEED" audit verify --ledger "$d/ledger" > "$d/verify.out" 2>&1 \
   || { cat "$d/verify.out"; fail "audit verify of the mixture with a long-context stage"; }
+# An OLMo YAML without device_train_microbatch_size (OLMo's 16 > the device batch of 8): the
+# trainer takes the micro-batch size the feeder resolved, not the option's 16.
+d="$WORK/olmo"
+mkdir -p "$d"
+cat > "$d/olmo.yaml" <<'YAML'
+seed: 7
+global_train_batch_size: 16
+model: {max_sequence_length: 64, eos_token_id: 2, pad_token_id: 0}
+data: {paths: [kjv/kjv_text_document.bin], memmap_dtype: uint16, drop_last: true}
+YAML
+mpirun -n 2 --oversubscribe -x OPENBLAS_NUM_THREADS -x OMP_NUM_THREADS "$TRAINER" \
+  --config "$d/olmo.yaml" --vocab-size 8000 --d-model 32 --train-iters 2 > "$d/train.out" 2>&1 \
+  || { cat "$d/train.out"; fail "toy trainer on an OLMo YAML without a micro-batch size"; }
+grep -q "^step 2 loss" "$d/train.out" || { cat "$d/train.out"; fail "OLMo run: no step 2"; }
 echo "toy trainer: ok"
