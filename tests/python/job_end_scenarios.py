@@ -208,6 +208,25 @@ def sigint_keeps_the_micro_batch():
     ok()
 
 
+def sigint_with_own_handler():
+    """TP 2: a trainer's own SIGINT handler (a graceful stop) is not overruled: SIGINT reaches
+    TP rank 1 while its next() waits 5 s for TP rank 0 (longer than the grace period); the job
+    is not aborted, the handler runs and the loop stops after that micro-batch."""
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    f = feeder(tensor_model_parallel_size=2, global_batch_size=2)
+    if f.tp_rank == 0:
+        time.sleep(5.0)
+        f.next()
+    else:
+        threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        f.next()
+        assert stop.is_set(), "the trainer's SIGINT handler did not run"
+    WORLD.Barrier()
+    f.close()
+    ok()
+
+
 if __name__ == "__main__":
     with open(os.path.join(sys.argv[2], f"rank{RANK}.pid"), "w") as pid:
         pid.write(str(os.getpid()))

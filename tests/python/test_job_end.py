@@ -146,6 +146,10 @@ def test_sigint_while_next_waits_for_a_stuck_peer_ends_the_job(pid_dir):
     assert time.monotonic() - sent < 20, out
 
 
+def test_sigint_with_the_trainers_own_handler_is_not_an_abort(pid_dir):
+    assert_ok(scenario(2, "sigint_with_own_handler", pid_dir, timeout=60))
+
+
 def test_sigint_during_next_keeps_the_micro_batch(pid_dir):
     assert_ok(scenario(2, "sigint_keeps_the_micro_batch", pid_dir, timeout=60))
 

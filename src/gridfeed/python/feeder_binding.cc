@@ -244,6 +244,7 @@ class PyFeeder {
     RaiseDeferredInterrupt();
     Result<feed::MicroBatch> r = Status();
     Status logged;
+    const bool abort_when_stuck = SigintIsPythonsDefault();  // read with the GIL
     {
       py::gil_scoped_release release;
       std::unique_lock lock(call_mu_);  // one call at a time; taken without the GIL
@@ -252,7 +253,7 @@ class PyFeeder {
       } else {
         feed::Feeder& f = *feeder_;
         {
-          InterruptWatch watch("gridfeed.Feeder.next()");
+          InterruptWatch watch("gridfeed.Feeder.next()", abort_when_stuck);
           r = f.Next();
         }
         if (r.ok()) {

@@ -52,6 +52,7 @@ struct WatchState {
   unsigned long long generation = 0;  // bumped when depth goes 0 -> 1
   unsigned long long base = 0;        // g_sigints then
   std::string what;                   // what the first active watch waits in
+  bool abort = true;                  // every active watch may abort (none saw a user handler)
   bool watchdog = false;
 };
 WatchState& W() {
@@ -68,7 +69,7 @@ void Watchdog() {
   bool seen = false;
   for (;;) {  // polls at 20 Hz (nobody notifies: next() stays cheap)
     W().cv.wait_for(lock, std::chrono::milliseconds(50));
-    if (W().depth == 0 || g_sigints.load() <= W().base) {
+    if (W().depth == 0 || !W().abort || g_sigints.load() <= W().base) {
       seen = false;
       continue;
     }
@@ -101,13 +102,19 @@ void AbortJob(const std::string& message) {
   std::_Exit(1);
 }
 
-InterruptWatch::InterruptWatch(const char* what) {
+bool SigintIsPythonsDefault() {
+  pybind11::module_ signal = pybind11::module_::import("signal");
+  return signal.attr("getsignal")(signal.attr("SIGINT")).is(signal.attr("default_int_handler"));
+}
+
+InterruptWatch::InterruptWatch(const char* what, bool abort_when_stuck) {
   std::lock_guard lock(W().mu);
   start_count_ = g_sigints.load();
   if (W().depth++ == 0) {
     ++W().generation;
     W().base = start_count_;
     W().what = what;
+    W().abort = abort_when_stuck;
     struct sigaction current;
     sigaction(SIGINT, nullptr, &current);
     // Only over a handler function (Python's): SIG_DFL ends the process anyway, SIG_IGN asked
@@ -127,6 +134,8 @@ InterruptWatch::InterruptWatch(const char* what) {
       std::thread(Watchdog).detach();
       W().watchdog = true;
     }
+  } else {
+    W().abort = W().abort && abort_when_stuck;
   }
 }
 

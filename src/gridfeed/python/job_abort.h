@@ -12,8 +12,9 @@
 //   If next() completes within kInterruptGraceSeconds, it returns its micro-batch (counted by
 //   consumed_samples and now held by the caller) and the KeyboardInterrupt is raised by the
 //   Feeder's next call instead (see feeder_binding.h); if it is still waiting by then (a TP
-//   peer dead or stuck), the process prints why and calls MPI_Abort: a collective cannot be
-//   left midway, and waiting forever is worse than ending the job.
+//   peer dead or stuck) and SIGINT has Python's default handler, the process prints why and
+//   calls MPI_Abort: a collective cannot be left midway, and waiting forever is worse than
+//   ending the job. A trainer's own SIGINT handler (a graceful stop) is left to do its work.
 // Thread safety: every function may be called from any thread; InstallExceptHook needs the
 // GIL, AbortJob and InterruptWatch do not (a watchdog thread, started on first use, aborts).
 #pragma once
@@ -34,10 +35,17 @@ void InstallExceptHook(pybind11::module_& m);
 // MPI is initialised and not finalised, else std::_Exit(1). Async: usable without the GIL.
 [[noreturn]] void AbortJob(const std::string& message);
 
+// Whether SIGINT has Python's default handler (signal.default_int_handler, which raises
+// KeyboardInterrupt). A trainer that installed its own (a graceful stop) asked to handle the
+// signal itself, so a watch then never aborts. REQUIRES: the GIL.
+bool SigintIsPythonsDefault();
+
 // RAII: one blocking wait of Feeder.next() (see above); nests across threads and feeders.
+// `abort_when_stuck` (SigintIsPythonsDefault() read before the GIL is released): whether a
+// SIGINT during a wait that outlasts the grace period ends the job; false only notes it.
 class InterruptWatch {
  public:
-  explicit InterruptWatch(const char* what);
+  InterruptWatch(const char* what, bool abort_when_stuck);
   ~InterruptWatch();
   InterruptWatch(const InterruptWatch&) = delete;
   InterruptWatch& operator=(const InterruptWatch&) = delete;
