@@ -45,4 +45,10 @@ for start in 0 40; do
   grep -q -- "--train-iters $((max + 1)) needs" "$WORK/over$start.out" ||
     { cat "$WORK/over$start.out"; fail "--train-iters $((max + 1)): not refused at start-up"; }
 done
+# Sizes whose product overflows 64 bits (each within its flag's range) are named, not wrapped.
+if run huge --train-iters 1099511627776 --global-batch-size 16777216; then
+  fail "2^40 iterations of 2^24 samples were accepted"
+fi
+grep -q -- "--train-iters 1099511627776 needs more than 2^63 samples" "$WORK/huge.out" ||
+  { cat "$WORK/huge.out"; fail "the need of 2^64 samples is not stated as such"; }
 echo "run_length_test: ok"

@@ -14,16 +14,20 @@ Status CheckTrainItersFit(const Feeder& feeder, int64_t train_iters) {
   if (train_iters <= first || steps == order::ReadSchedule::kEndless || per_iteration <= 0) {
     return Status::Ok();
   }
-  // Both factors are bounded by the option table (2^40), so the products cannot overflow.
   const int64_t iterations = train_iters - first;
   if (iterations <= steps / per_iteration) return Status::Ok();
   const int64_t global_batch = schedule.options().global_batch_size;
   const int64_t last = first + steps / per_iteration;  // the first iteration without data
+  // Iterations and batch are each below 2^40 (the option table), their product may not be.
+  int64_t need = 0;
+  const std::string needed = __builtin_mul_overflow(iterations, global_batch, &need)
+                                 ? "more than 2^63"
+                                 : std::to_string(need);
   return FailedPrecondition(
-      "--train-iters " + std::to_string(train_iters) + " needs " +
-      std::to_string(iterations * global_batch) + " samples (" + std::to_string(iterations) +
-      " iterations of global batch " + std::to_string(global_batch) + " from iteration " +
-      std::to_string(first) + "), but the " + feeder.options().feed.split_name + " split holds " +
+      "--train-iters " + std::to_string(train_iters) + " needs " + needed + " samples (" +
+      std::to_string(iterations) + " iterations of global batch " + std::to_string(global_batch) +
+      " from iteration " + std::to_string(first) + "), but the " +
+      feeder.options().feed.split_name + " split holds " +
       std::to_string(steps / per_iteration * global_batch) + " from there (" +
       std::to_string(feeder.split_length()) + " in the split, " +
       std::to_string(schedule.options().start_consumed) +
