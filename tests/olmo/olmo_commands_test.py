@@ -504,6 +504,21 @@ for o in (o1, o2):
     if "device_train_batch_size" not in o:
         fail("a device batch that is not global / DP is not refused by name: " + o)
 checked["config"] += 9
+# OLMo's order is sized for --train-iters: a checkpoint several epochs in (the smallest file,
+# a few instances) resumed with --train-iters 1 has nothing left to run (it was refused as a
+# forged cursor, the order planned for one iteration being shorter than the cursor).
+small = min(FILES, key=lambda f: os.path.getsize(f))
+path = config_file({"global_train_batch_size": 4, "device_train_batch_size": 4,
+                    "model": {"max_sequence_length": 8},
+                    "data": {"paths": [small], "memmap_dtype": DTYPE}})
+ck = WORK + "/later.h5"
+sh(["mpirun", "-n", "1", GRIDFEED, "run", "--config", path, "--train-iters", "60", "--save", ck],
+   what="OLMo run to iteration 60 with a checkpoint")
+o = sh(["mpirun", "-n", "1", GRIDFEED, "run", "--config", path, "--train-iters", "1", "--resume",
+        ck], what="OLMo resume past --train-iters")
+if "nothing to run" not in o:
+    fail("an OLMo resume past --train-iters does not say there is nothing to run: " + o)
+checked["config"] += 1
 
 shutil.rmtree(WORK)
 print("olmo commands: ok", json.dumps(checked))

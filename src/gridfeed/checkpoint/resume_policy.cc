@@ -55,8 +55,9 @@ Result<ResumePoint> CheckResume(const Cursor& saved, const ResumeRequest& now) {
   if (now.max_consumed >= 0 && saved.consumed_train_samples > now.max_consumed) {
     return DataLoss(where + " holds " + std::to_string(saved.consumed_train_samples) +
                     " consumed samples, more than the " + std::to_string(now.max_consumed) +
-                    " of the split this run reads: no run of this order wrote it (forged or "
-                    "corrupt); refusing to resume");
+                    " of the split this run reads: no run of this order can have written it "
+                    "(forged or corrupt), unless the split was made shorter since (a smaller "
+                    "--train-samples or a shortened mixture schedule); refusing to resume");
   }
   if (config::FingerprintOf(saved.canonical_config) != saved.fingerprint) {
     return DataLoss(where + ": its configuration text does not match its fingerprint (corrupt)");

@@ -259,8 +259,11 @@ Status Feeder::Impl::Resume() {
     now.order_depends_on_geometry = options.data.dataloader_type == "cyclic";
     now.token_store_facts = store_facts;
     now.allow_schedule_change = options.resume.allow_schedule_change;
-    // The single sampler stops at the split's end: a cursor past it is no run's.
-    if (options.data.dataloader_type != "cyclic") now.max_consumed = split_length;
+    // The single sampler stops at the split's end: a cursor past it is no run's. OLMo's order
+    // is sized for --train-iters, so a later cursor there only means nothing is left to run.
+    if (options.data.dataloader_type != "cyclic" && !options.data.is_olmo()) {
+      now.max_consumed = split_length;
+    }
     now.check_same_past = [this](const checkpoint::Cursor& saved) { return SamePast(saved); };
     auto cursor = checkpoint::ReadCursor(options.resume.resume_from);
     auto resumed = cursor.ok() ? checkpoint::CheckResume(*cursor, now)
