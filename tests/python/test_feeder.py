@@ -195,6 +195,22 @@ def test_save_checkpoint_writes_only_what_resume_reads(job, tmp_path):
         assert f.resumed_iteration == 1 and f.consumed_samples == 2
 
 
+def test_no_checkpoint_counts_a_micro_batch_that_was_not_delivered(job, tmp_path):
+    """A read error (injected at position 4) is caught by the trainer: the cursor must not be
+    saved past what was handed over, so save_checkpoint refuses and the good one stays."""
+    ckpt = tmp_path / "cursor.h5"
+    with open_feeder(job, testing_fail_read_position=4) as f:
+        f.next()
+        f.next()  # positions 0..3
+        f.save_checkpoint(ckpt, iteration=1)
+        good = ckpt.read_bytes()
+        with pytest.raises(gridfeed.Error):
+            f.next()  # position 4 cannot be read
+        with pytest.raises(gridfeed.Error, match="position 4|read"):
+            f.save_checkpoint(ckpt, iteration=2)
+        assert ckpt.read_bytes() == good
+
+
 def test_errors_are_their_classes(job):
     with pytest.raises(gridfeed.NotFound, match="corpora/absent"):
         open_feeder(job, data_path=["corpora/absent"])

@@ -675,6 +675,12 @@ Result<std::unique_ptr<Feeder>> Feeder::Open(const FeederOptions& options, MPI_C
 Status Feeder::SaveCheckpoint(const std::string& path, int64_t iteration) const {
   const Impl& im = *impl_;
   const parallel::Grid& g = *im.grid;
+  // The cursor counts a micro-batch as soon as Next() starts it: after a read error (sticky,
+  // known to the failing reader's TP group) a checkpoint would skip a micro-batch nobody got.
+  // Every rank refuses the save when any has failed.
+  GRIDFEED_RETURN_IF_ERROR(
+      parallel::AgreeOnStatus(g.world(), im.failed, g.world_rank())
+          .WithContext("no checkpoint after a micro-batch that could not be delivered"));
   Status written;
   if (g.world_rank() == 0) {
     checkpoint::Cursor c;

@@ -115,6 +115,7 @@ class Feeder {
   const std::string& schedule_history() const;
   // Collective on the world: world rank 0 writes the cursor (iteration, consumed samples,
   // per-source counts, grid and batch sizes) atomically; every rank returns its status.
+  // Refused on every rank (nothing written) once any rank's Next() failed.
   Status SaveCheckpoint(const std::string& path, int64_t iteration) const;
   // Table bytes held on this node (0 off the readers), for memory reports.
   size_t table_bytes_on_node() const;
