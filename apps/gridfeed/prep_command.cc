@@ -21,7 +21,8 @@ Runner RegisterPrep(CLI::App& app) {
       ->required();
   sub->add_option("--json-key", opt->json_key, "Key holding the text or token ids")
       ->capture_default_str();
-  sub->add_option("--tokenizer-model", opt->tokenizer_model, "SentencePiece model file, gf_tokenizer.json, or a folder holding one");
+  sub->add_option("--tokenizer-model", opt->tokenizer_model,
+                  "SentencePiece model file, gf_tokenizer.json, or a folder holding one");
   sub->add_flag("--pretokenized", opt->pretokenized,
                 "The key holds token ids: a list (one sequence) or a list of lists");
   CLI::Option* vocab_opt =

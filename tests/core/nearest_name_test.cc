@@ -5,8 +5,12 @@
 namespace gridfeed {
 namespace {
 
-const std::vector<std::string> kKeys = {"global_train_batch_size", "device_train_batch_size",
-                                        "seed", "epoch", "seq-length", "data-path"};
+const std::vector<std::string> kKeys = {"global_train_batch_size",
+                                        "device_train_batch_size",
+                                        "seed",
+                                        "epoch",
+                                        "seq-length",
+                                        "data-path"};
 
 TEST(NearestNameTest, FindsOneTypo) {
   EXPECT_EQ(NearestName("global_train_batch_sise", kKeys), "global_train_batch_size");

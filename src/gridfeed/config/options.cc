@@ -515,13 +515,13 @@ int64_t FeederMicroBatchSize(const JobOptions& o, int64_t dp) {
 Status CheckDeviceTrainBatchSize(const JobOptions& o, int64_t dp) {
   const int64_t device = o.batch.device_train_batch_size;
   if (device == 0) return Status::Ok();
-  const int64_t gbs = o.batch.global_batch_size ? o.batch.global_batch_size
-                                                : FeederMicroBatchSize(o, dp) * dp;
+  const int64_t gbs =
+      o.batch.global_batch_size ? o.batch.global_batch_size : FeederMicroBatchSize(o, dp) * dp;
   if (dp >= 1 && gbs % dp == 0 && gbs / dp == device) return Status::Ok();
-  return InvalidArgument("--device-train-batch-size " + std::to_string(device) +
-                         " (device_train_batch_size) is not --global-batch-size / DP = " +
-                         std::to_string(gbs) + " / " + std::to_string(dp) +
-                         " (set --data-parallel-size to the DP size it was written for)");
+  return InvalidArgument(
+      "--device-train-batch-size " + std::to_string(device) +
+      " (device_train_batch_size) is not --global-batch-size / DP = " + std::to_string(gbs) +
+      " / " + std::to_string(dp) + " (set --data-parallel-size to the DP size it was written for)");
 }
 
 std::string AgreementText(const JobOptions& o) {
