@@ -103,8 +103,17 @@ void AbortJob(const std::string& message) {
 }
 
 bool SigintIsPythonsDefault() {
-  pybind11::module_ signal = pybind11::module_::import("signal");
-  return signal.attr("getsignal")(signal.attr("SIGINT")).is(signal.attr("default_int_handler"));
+  // Called on every next(): the lookups once (under the GIL), kept for the process's life
+  // (never destroyed, as Python may be finalised before static destructors run).
+  struct Lookups {
+    pybind11::object getsignal, sigint, default_handler;
+  };
+  static const Lookups* const l = [] {
+    pybind11::module_ signal = pybind11::module_::import("signal");
+    return new Lookups{signal.attr("getsignal"), signal.attr("SIGINT"),
+                       signal.attr("default_int_handler")};
+  }();
+  return l->getsignal(l->sigint).is(l->default_handler);
 }
 
 InterruptWatch::InterruptWatch(const char* what, bool abort_when_stuck) {
