@@ -3,8 +3,11 @@
 // false unless asked): text, {{ expr }}, {% for %}/{% endfor %} with `loop`, {% if %}/{% elif
 // %}/{% else %}/{% endif %}, {% set %}, whitespace control (-), comments; expressions with
 // string/number/bool/none literals, variables, attribute and item access, + and ~, comparisons,
-// and/or/not, `in`, `is defined`/`is none`, the filters trim, lower, upper, length, and
-// raise_exception(msg). Anything else is refused when the template is parsed, naming it.
+// and/or/not, `in`, `is defined`/`is none`, `x if c else y`, slices and list literals, the
+// filters trim, lower, upper, length, the string methods strip/lstrip/rstrip/replace/lower/upper/
+// startswith/endswith, and raise_exception(msg); `tools` and `documents` are none, as
+// transformers passes them. lower/upper handle ASCII only and refuse other text (never a silent
+// difference from Python). Anything else is refused when the template is parsed, naming it.
 //
 // Thread safety: a parsed ChatTemplate is immutable; Render is const and reentrant.
 #pragma once
