@@ -287,7 +287,8 @@ TEST(SftGetBatchGolden, EveryProbe) {
   ASSERT_FALSE(probes.empty()) << "no probes under " << kGolden / "get_batch";
   // index.json, when present, names the probes: none may be missing on disk.
   if (std::ifstream idx(kGolden / "get_batch" / "index.json"); idx) {
-    for (const auto& name : json::parse(idx).at("probes")) {
+    const json index = json::parse(idx);  // kept: a range-for over .at() of a temporary dangles
+    for (const auto& name : index.at("probes")) {
       EXPECT_TRUE(fs::is_directory(kGolden / "get_batch" / name.get<std::string>())) << name;
     }
   }
