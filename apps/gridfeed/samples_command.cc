@@ -1,7 +1,6 @@
 // gridfeed samples: assemble chosen top-level positions of one split, as Megatron's
 // dataset[pos] would return them, into .npy files.
 #include <memory>
-#include <sstream>
 
 #include "commands.h"
 #include "gridfeed/config/flags.h"
@@ -10,52 +9,10 @@
 #include "gridfeed/io/npy.h"
 #include "gridfeed/order/pipeline.h"
 #include "olmo_outputs.h"
+#include "positions.h"
+#include "sft_outputs.h"
 
 namespace gridfeed::app {
-namespace {
-
-// "0:64,100,4000" -> 0..63, 100, 4000. Every position is checked against the split's length
-// before anything is allocated, so a huge range is an error, not an exhausted memory.
-Result<std::vector<int64_t>> ParsePositions(const std::string& spec, int64_t length) {
-  std::vector<std::pair<int64_t, int64_t>> ranges;  // [a, b)
-  std::stringstream ss(spec);
-  std::string part;
-  auto num = [&](const std::string& s) -> Result<int64_t> {
-    const auto v = ParseInt64(s);
-    if (!v || *v < 0) {
-      return InvalidArgument("--positions: '" + s + "' is not a non-negative integer");
-    }
-    return *v;
-  };
-  while (std::getline(ss, part, ',')) {
-    const size_t colon = part.find(':');
-    if (colon == std::string::npos) {
-      GRIDFEED_ASSIGN_OR_RETURN(int64_t v, num(part));
-      ranges.push_back({v, v + 1});
-    } else {
-      GRIDFEED_ASSIGN_OR_RETURN(int64_t a, num(part.substr(0, colon)));
-      GRIDFEED_ASSIGN_OR_RETURN(int64_t b, num(part.substr(colon + 1)));
-      if (b <= a) return InvalidArgument("--positions: empty range '" + part + "'");
-      ranges.push_back({a, b});
-    }
-  }
-  int64_t total = 0;
-  for (const auto& [a, b] : ranges) {
-    if (b > length) {
-      return OutOfRange("--positions: " + std::to_string(b - 1) + " is beyond the split's " +
-                        std::to_string(length) + " samples");
-    }
-    total += b - a;  // each part lies in [0, length)
-  }
-  std::vector<int64_t> out;
-  out.reserve(static_cast<size_t>(total));
-  for (const auto& [a, b] : ranges) {
-    for (int64_t v = a; v < b; ++v) out.push_back(v);
-  }
-  return out;
-}
-
-}  // namespace
 
 Runner RegisterSamples(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("samples", "Assemble samples of one split into .npy files");
@@ -74,6 +31,7 @@ Runner RegisterSamples(CLI::App& app) {
     for (int i = 0; i < 3; ++i) {
       if (name == order::kSplitNames[i]) split = static_cast<order::Split>(i);
     }
+    if (o.data.is_sft()) return WriteSftSamples(o, split, *positions, *out);
     GRIDFEED_ASSIGN_OR_RETURN(auto pipeline, order::Pipeline::For(o));
     GRIDFEED_ASSIGN_OR_RETURN(auto built, pipeline->Build());
     const order::OrderView& view = built->view();

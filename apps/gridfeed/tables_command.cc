@@ -13,6 +13,7 @@
 #include "gridfeed/io/npy.h"
 #include "gridfeed/order/megatron_pipeline.h"
 #include "olmo_outputs.h"
+#include "sft_outputs.h"
 
 namespace gridfeed::app {
 namespace {
@@ -115,6 +116,7 @@ Runner RegisterTables(CLI::App& app) {
   return [flags, out]() -> Status {
     GRIDFEED_ASSIGN_OR_RETURN(config::JobOptions o, flags->Resolve());
     if (o.data.is_olmo()) return WriteOlmoTables(o, *out);
+    if (o.data.is_sft()) return WriteSftTables(o, *out);
     if (o.data.is_mixture()) {
       return InvalidArgument(
           "tables: the configuration is a mixture schedule (sources/schedule), whose order "

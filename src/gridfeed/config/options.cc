@@ -115,6 +115,19 @@ const std::vector<OptionRow>& Table() {
       {"mixture-schedule", G::kData, C::kUnlessDefault,
        "Mixture schedule as JSON (a YAML config's sources/schedule/max_epochs set it)",
        GF_FIELD(data.mixture_schedule)},
+      // Megatron's SFT: --data-path names JSON Lines files of conversations.
+      {"sft", G::kData, C::kUnlessDefault,
+       "Megatron's SFT: --data-path names JSON Lines conversations, packed into THD sequences",
+       GF_FIELD(data.sft)},
+      {"tokenizer-model", G::kData, C::kUnlessDefault,
+       "SFT: a folder holding gf_tokenizer.json, or a SentencePiece model file",
+       GF_FIELD(data.tokenizer_model)},
+      {"sft-tokenizer-prompt-format",
+       G::kData,
+       C::kUnlessDefault,
+       "SFT: how a conversation is rendered to text (default: the tokenizer's chat template)",
+       GF_FIELD(data.sft_tokenizer_prompt_format),
+       {"nemotron-h-aligned", "nemotron-nano-v2", "identity", "default"}},
       // Grid.
       {"tensor-model-parallel-size", G::kGrid, C::kNo, "TP size",
        GF_FIELD(grid.tensor_model_parallel_size)},
@@ -334,6 +347,36 @@ Status ValidateMixture(const JobOptions& o) {
   return Status::Ok();
 }
 
+// Megatron's SFT: what SFTDataset asserts, and the flags it needs.
+Status ValidateSft(const JobOptions& o) {
+  const auto& d = o.data;
+  if (d.is_olmo() || d.is_mixture()) {
+    return InvalidArgument("--sft reads JSON Lines named by --data-path: drop " +
+                           std::string(d.is_olmo() ? "--olmo-paths" : "--mixture-schedule"));
+  }
+  if (d.tokenizer_model.empty()) {
+    return InvalidArgument(
+        "--sft needs --tokenizer-model (a folder holding gf_tokenizer.json, "
+        "or a SentencePiece model)");
+  }
+  if (d.seq_length >= std::numeric_limits<int32_t>::max()) {
+    return InvalidArgument("--seq-length " + std::to_string(d.seq_length) +
+                           " with --sft: cu_seqlens and max_seqlen are int32 (below 2^31 - 1)");
+  }
+  const std::pair<bool, const char*> refused[] = {
+      {d.reset_position_ids, "--reset-position-ids"},
+      {d.reset_attention_mask, "--reset-attention-mask"},
+      {d.create_attention_mask, "--create-attention-mask"}};
+  for (const auto& [set, flag] : refused) {
+    if (set) {
+      return InvalidArgument(std::string(flag) +
+                             " does not apply to --sft (packed sequences carry their own "
+                             "positions and cu_seqlens; Megatron asserts it off)");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::span<const OptionRow> OptionTable() { return Table(); }
@@ -420,6 +463,7 @@ Status Validate(const JobOptions& o) {
   if (d.seq_length <= 0) return InvalidArgument("--seq-length must be given and positive");
   GRIDFEED_RETURN_IF_ERROR(Range("seq-length", d.seq_length, 1, int64_t{1} << 40, "in [1, 2^40]"));
   if (d.is_mixture()) GRIDFEED_RETURN_IF_ERROR(ValidateMixture(o));
+  if (d.is_sft()) GRIDFEED_RETURN_IF_ERROR(ValidateSft(o));
   if (d.is_olmo()) {
     GRIDFEED_RETURN_IF_ERROR(ValidateOlmo(o));
   } else {

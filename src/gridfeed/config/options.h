@@ -64,6 +64,11 @@ struct DataOptions {
   // A mixture schedule (config/mixture_schedule.h) as canonical JSON; selects the scheduled
   // order (order/mixture_pipeline.h). Empty: none.
   std::string mixture_schedule;
+  // Megatron's SFT (order/sft/): JSON Lines conversations packed into THD sequences.
+  bool sft = false;
+  std::string tokenizer_model;  // a folder holding gf_tokenizer.json, or a SentencePiece model
+  std::string sft_tokenizer_prompt_format = "nemotron-h-aligned";
+  bool is_sft() const { return sft; }
   bool is_olmo() const { return !olmo_paths.empty(); }
   bool is_mixture() const { return !mixture_schedule.empty(); }
 };

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# `gridfeed samples --sft` and `gridfeed tables --sft` against every case and split of an SFT
+# golden set (Megatron's SFTDataset / BlendedDataset outputs): every items/ array in name,
+# dtype, shape and value, blend tables where a split has them, and each split's length.
+# Usage: sft_golden_test.sh GRIDFEED GOLDEN_DIR  (a hidden set in the same layout works too)
+set -euo pipefail
+GRIDFEED=$(realpath "$1")
+GOLDEN=$(realpath "$2")
+FLAGS=$(realpath "$(dirname "$0")/sft_golden_flags.py")
+WORK=$(mktemp -d /tmp/gridfeed_sft.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+cd "$GOLDEN"   # data and tokenizer paths are relative, as Megatron saw them
+
+COMPARE=$(cat <<'PY'
+import json, os, sys
+import numpy as np
+golden, ours, what = sys.argv[1], sys.argv[2], sys.argv[3]
+def same(a, b):
+    x, y = np.load(a), np.load(b)
+    assert x.dtype == y.dtype, (a, x.dtype, y.dtype)
+    assert x.shape == y.shape, (a, x.shape, y.shape)
+    if not np.array_equal(x, y):
+        bad = np.argwhere(x != y)[:3].tolist()
+        raise AssertionError(f"{a}: values differ, first at {bad}")
+checked = 0
+if what == "items":
+    want = sorted(f for f in os.listdir(golden) if f.endswith(".npy"))
+    have = sorted(f for f in os.listdir(ours) if f.endswith(".npy"))
+    assert want == have, ("files differ", want, have)
+    for f in want:
+        same(os.path.join(golden, f), os.path.join(ours, f)); checked += 1
+    assert checked >= 7, checked
+else:
+    case = json.load(open(os.path.join(golden, "case.json")))
+    summary = json.load(open(os.path.join(ours, "summary.json")))
+    for split, s in case["splits"].items():
+        assert (s is None) == (summary[split] is None), split
+        if s is None:
+            continue
+        assert summary[split]["length"] == s["len"], (split, summary[split]["length"], s["len"])
+        assert summary[split]["type"] == s["type"], (split, summary[split]["type"], s["type"])
+        for m, n in zip(s["mid"], summary[split]["mid"]):
+            assert m["row_index_range"] == n["row_index_range"], (split, m, n)
+            assert m["num_samples"] == n["num_samples"], (split, m, n)
+        checked += 1
+        blend = os.path.join(golden, split, "blend")
+        if os.path.isdir(blend):
+            for f in sorted(os.listdir(blend)):
+                same(os.path.join(blend, f), os.path.join(ours, split, "blend", f)); checked += 1
+    assert checked >= 1
+print(what, "ok:", checked, "checks")
+PY
+)
+
+cases=0
+for case_dir in "$GOLDEN"/cases/*/; do
+  case_dir=${case_dir%/}
+  name=$(basename "$case_dir")
+  mapfile -t flags < <(/usr/bin/python3 "$FLAGS" "$case_dir")
+  "$GRIDFEED" tables "${flags[@]}" --out "$WORK/$name/tables" > /dev/null 2> "$WORK/err" \
+    || { cat "$WORK/err"; echo "FAIL: gridfeed tables --sft, case $name"; exit 1; }
+  /usr/bin/python3 -c "$COMPARE" "$case_dir" "$WORK/$name/tables" tables
+  for split in train valid test; do
+    items="$case_dir/$split/items"
+    [ -f "$items/items_index.npy" ] || continue
+    pos=$(/usr/bin/python3 -c "import numpy as np,sys; print(','.join(map(str, np.load(sys.argv[1]))))" \
+      "$items/items_index.npy")
+    "$GRIDFEED" samples "${flags[@]}" --split-name "$split" --positions "$pos" \
+      --out "$WORK/$name/$split" > /dev/null 2> "$WORK/err" \
+      || { cat "$WORK/err"; echo "FAIL: gridfeed samples --sft, case $name split $split"; exit 1; }
+    /usr/bin/python3 -c "$COMPARE" "$items" "$WORK/$name/$split" items
+    cases=$((cases + 1))
+  done
+done
+[ "$cases" -ge 1 ] || { echo "FAIL: no case with items under $GOLDEN/cases"; exit 1; }
+echo "sft golden: $cases case splits equal"
