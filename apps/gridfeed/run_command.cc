@@ -55,9 +55,19 @@ struct Dump {
   std::vector<float> loss_mask;
   std::vector<uint8_t> attention_mask;
   std::vector<int64_t> local_seq_lengths;  // per micro-batch (mixture stages may differ)
+  // Packed micro-batches: cu_seqlens of every micro-batch back to back, each one's length.
+  bool packed = false;
+  std::vector<int32_t> cu_seqlens, max_seqlen;
+  std::vector<int64_t> num_cu_seqlens;
   int64_t count = 0;
   void Add(const feed::MicroBatch& mb) {
     ++count;
+    if (mb.packed) {
+      packed = true;
+      cu_seqlens.insert(cu_seqlens.end(), mb.cu_seqlens.begin(), mb.cu_seqlens.end());
+      num_cu_seqlens.push_back(static_cast<int64_t>(mb.cu_seqlens.size()));
+      max_seqlen.push_back(mb.max_seqlen);
+    }
     local_seq_lengths.push_back(mb.local_seq_length);
     auto add = [](auto& to, const auto& from) { to.insert(to.end(), from.begin(), from.end()); };
     add(sample_indices, mb.sample_indices);
@@ -114,6 +124,29 @@ Status WriteDump(const std::string& dir, const feed::Feeder& f, const Dump& d) {
     const int64_t local = static_cast<int64_t>(inputs ? d.tokens.size() : d.labels.size()) /
                           std::max<int64_t>(n * mbs, 1);
     GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/sample_indices.npy", d.sample_indices, {n, mbs}));
+    if (d.packed) {
+      // As get_batch leaves packed sequences: one flattened row per micro-batch, cu_seqlens of
+      // variable length written flat with each micro-batch's count.
+      meta["packed"] = true;
+      fields.insert(fields.end(), {"cu_seqlens", "max_seqlen"});
+      GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/cu_seqlens.npy", d.cu_seqlens));
+      GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/num_cu_seqlens.npy", d.num_cu_seqlens, {n}));
+      GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/max_seqlen.npy", d.max_seqlen, {n}));
+      const int64_t row = mbs * local;
+      if (inputs) {
+        fields.insert(fields.end(), {"tokens", "position_ids"});
+        GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/tokens.npy", d.tokens, {n, 1, row}));
+        GRIDFEED_RETURN_IF_ERROR(
+            io::WriteNpy(rd + "/position_ids.npy", d.position_ids, {n, 1, row}));
+      }
+      if (targets) {
+        fields.insert(fields.end(), {"labels", "loss_mask"});
+        GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/labels.npy", d.labels, {n, 1, row}));
+        GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/loss_mask.npy", d.loss_mask, {n, 1, row}));
+      }
+      meta["fields"] = fields;
+      return io::WriteStringToFile(rd + "/meta.json", meta.dump(2) + "\n");
+    }
     if (inputs) {
       fields.insert(fields.end(), {"tokens", "position_ids"});
       GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/tokens.npy", d.tokens, {n, mbs, local}));

@@ -466,7 +466,7 @@ Status Validate(const JobOptions& o) {
   if (d.is_sft()) GRIDFEED_RETURN_IF_ERROR(ValidateSft(o));
   if (d.is_olmo()) {
     GRIDFEED_RETURN_IF_ERROR(ValidateOlmo(o));
-  } else {
+  } else if (!d.is_sft()) {  // SFT draws nothing: its seed only names the datasets
     GRIDFEED_RETURN_IF_ERROR(Range("seed", d.seed, 0, 0xffffffffLL, "in [0, 2^32)"));
   }
   const std::pair<const char*, const std::string*> counts[] = {

@@ -112,6 +112,9 @@ struct Feeder::Impl {
   void StartPrefetch();
 
   // Assembles the payload of one step on a reader; the first read error.
+  Status AssemblePacked(const order::StepBatch& batch, const PayloadLayout& at,
+                        std::vector<std::byte>* out,
+                        std::vector<order::SampleRecord>* records) const;
   Status Assemble(const order::StepBatch& batch, std::vector<std::byte>* out,
                   std::vector<order::SampleRecord>* records, order::AssemblyScratch* scratch) const;
   // Runs on the prefetch thread (never reads next_step, which the trainer's thread advances).
@@ -406,8 +409,9 @@ Status Feeder::Impl::PlanSchedule() {
         "): a micro-batch would mix two lengths; make the stages before it a multiple of the " +
         "global batch size");
   }
-  layout = PayloadLayout(options.batch.micro_batch_size, seq_lengths.max(), g.cp_size(),
-                         g.first_stage(), g.last_stage(), options.data.create_attention_mask);
+  layout =
+      PayloadLayout(options.batch.micro_batch_size, seq_lengths.max(), g.cp_size(), g.first_stage(),
+                    g.last_stage(), options.data.create_attention_mask, pipeline->packed());
   return Status::Ok();
 }
 
@@ -554,6 +558,7 @@ Status Feeder::Impl::Assemble(const order::StepBatch& batch, std::vector<std::by
   const PayloadLayout at =
       layout.At(batch.positions.empty() ? layout.seq_length : seq_lengths.At(batch.positions[0]));
   out->assign(at.total_bytes, std::byte{0});
+  if (at.packed) return AssemblePacked(batch, at, out, records);
   for (size_t k = 0; k < batch.positions.size(); ++k) {
     const int64_t position = batch.positions[k];
     const auto i = static_cast<int64_t>(k);
@@ -578,6 +583,38 @@ Status Feeder::Impl::Assemble(const order::StepBatch& batch, std::vector<std::by
     at.Put(out, PayloadLayout::kSourceIds, i, &r.dataset, 1);
     at.Put(out, PayloadLayout::kSamplePositions, i, &position, 1);
   }
+  return Status::Ok();
+}
+
+// A packed order assembles the whole micro-batch at once (its CP slices span samples).
+Status Feeder::Impl::AssemblePacked(const order::StepBatch& batch, const PayloadLayout& at,
+                                    std::vector<std::byte>* out,
+                                    std::vector<order::SampleRecord>* records) const {
+  const parallel::Grid& g = *grid;
+  for (int64_t position : batch.positions) {
+    if (position == options.feed.testing_fail_read_position) {
+      return IoError("cannot read sample " + std::to_string(position) + " of the " +
+                     options.feed.split_name + " split (injected by test)");
+    }
+  }
+  order::PackedTargets targets = at.Packed(out);
+  targets.cp_size = g.cp_size();
+  targets.cp_rank = g.cp_rank();
+  GRIDFEED_RETURN_IF_ERROR(
+      view->ReadPacked(split, batch.positions, targets, /*hash_tokens=*/keeps_records, records));
+  for (size_t k = 0; k < batch.positions.size(); ++k) {
+    const auto i = static_cast<int64_t>(k);
+    const int64_t position = batch.positions[k];
+    order::SampleRecord& r = (*records)[k];
+    r.iteration = batch.iteration;
+    r.micro_batch = batch.micro_batch;
+    r.dp_rank = g.dp_rank();
+    const int64_t sample_index = view->SampleIndex(split, position);
+    at.Put(out, PayloadLayout::kSampleIndices, i, &sample_index, 1);
+    at.Put(out, PayloadLayout::kSourceIds, i, &r.dataset, 1);
+    at.Put(out, PayloadLayout::kSamplePositions, i, &position, 1);
+  }
+  if (!keeps_records) records->clear();
   return Status::Ok();
 }
 

@@ -65,6 +65,13 @@ struct MicroBatch {
   std::vector<int64_t> tokens, position_ids, labels;
   std::vector<float> loss_mask;
   std::vector<uint8_t> attention_mask;  // 1 = masked out; only with create_attention_mask
+  // Packed orders (SFT, order::OrderView::packed()): the sequence fields above are one
+  // flattened row [1, micro_batch_size x local_seq_length] (this CP rank's THD slice), as
+  // Megatron's get_batch leaves them for --sft; cu_seqlens is the micro-batch's merged
+  // boundaries (all CP ranks the same) and max_seqlen its longest sequence.
+  bool packed = false;
+  std::vector<int32_t> cu_seqlens;
+  int32_t max_seqlen = 0;
   // On the first-stage reader of CP rank 0 (one per DP rank): what each sample is, for the
   // ledger. Empty elsewhere.
   std::vector<order::SampleRecord> records;

@@ -5,6 +5,7 @@
 #include "gridfeed/order/megatron_pipeline.h"
 #include "gridfeed/order/mixture_pipeline.h"
 #include "gridfeed/order/olmo_pipeline.h"
+#include "gridfeed/order/sft/sft_pipeline.h"
 
 namespace gridfeed::order {
 
@@ -13,6 +14,11 @@ SampleRecord OrderView::ReadFields(Split split, int64_t position, const FieldTar
   SampleRecord r = Read(split, position, &scratch->sample, hash_tokens);
   SliceFields(scratch->sample, static_cast<int64_t>(scratch->sample.tokens.size()), out);
   return r;
+}
+
+Status OrderView::ReadPacked(Split, std::span<const int64_t>, const PackedTargets&, bool,
+                             std::vector<SampleRecord>*) const {
+  return FailedPrecondition("this data order does not pack sequences");
 }
 
 int64_t SeqLengths::At(int64_t position) const {
@@ -53,6 +59,7 @@ Result<SeqLengths> SeqLengthsOf(const config::JobOptions& options, Split split) 
 }
 
 Result<std::unique_ptr<Pipeline>> Pipeline::For(const config::JobOptions& options) {
+  if (options.data.is_sft()) return sft::MakeSftPipeline(options);
   if (options.data.is_olmo()) return MakeOlmoPipeline(options);
   if (options.data.is_mixture()) return MakeMixturePipeline(options);
   return MakeMegatronPipeline(options.data);

@@ -51,6 +51,23 @@ struct SeqLengths {
 // give it (e.g. a bad schedule).
 Result<SeqLengths> SeqLengthsOf(const config::JobOptions& options, Split split = Split::kTrain);
 
+// Where one packed micro-batch goes on one CP rank (OrderView::ReadPacked): the sequence
+// fields flattened to one row of mbs x S / cp elements (null = not wanted on this stage), the
+// merged cu_seqlens (at most mbs x S + 1 entries) with its entry count, and max_seqlen. Not
+// owned.
+struct PackedTargets {
+  int64_t* tokens = nullptr;
+  int64_t* position_ids = nullptr;
+  int64_t* labels = nullptr;
+  float* loss_mask = nullptr;
+  int32_t* cu_seqlens = nullptr;
+  int64_t cu_capacity = 0;
+  int64_t* num_cu_seqlens = nullptr;
+  int32_t* max_seqlen = nullptr;
+  int64_t cp_size = 1;
+  int64_t cp_rank = 0;
+};
+
 // What a rank knows of a data order. Const methods are thread safe (the prefetch thread reads
 // while the trainer's thread asks for lengths).
 class OrderView {
@@ -90,6 +107,15 @@ class OrderView {
     (void)split, (void)consumed;
     return {};
   }
+  // Packed sequences (SFT): a micro-batch is handed over as Megatron's get_batch leaves it for
+  // --sft: flattened to one sequence, cu_seqlens merged, CP slices by THD partitioning.
+  virtual bool packed() const { return false; }
+  // The micro-batch of `positions` into `out`, one record per position (iteration, micro-batch
+  // and DP rank left for the caller). Only for packed orders (Unimplemented otherwise); errors
+  // name the sample's source.
+  virtual Status ReadPacked(Split split, std::span<const int64_t> positions,
+                            const PackedTargets& out, bool hash_tokens,
+                            std::vector<SampleRecord>* records) const;
   // Whether the split's positions are spread over sources by a blend table (also with one
   // weighted source).
   virtual bool is_blend(Split split) const = 0;
@@ -125,6 +151,8 @@ class Pipeline {
   // A view into `image` (from this pipeline's ImageWriter), which must outlive it. DataLoss for
   // a damaged image. The token stores are not open yet.
   virtual Result<std::unique_ptr<OrderView>> ViewImage(std::span<const std::byte> image) const = 0;
+  // Whether its views are packed() (every rank knows it, readers or not).
+  virtual bool packed() const { return false; }
 };
 
 }  // namespace gridfeed::order

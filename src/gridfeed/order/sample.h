@@ -35,6 +35,10 @@ struct Sample {
   std::vector<float> loss_mask;         // [S]
   std::vector<int64_t> position_ids;    // [S]
   std::vector<uint8_t> attention_mask;  // [S*S], 1 = masked out; empty unless created
+  // Packed sequences (OrderView::packed()): boundaries [S + 1], right-padded with S, and the
+  // longest sequence. Empty / 0 otherwise.
+  std::vector<int32_t> cu_seqlens;
+  int32_t max_seqlen = 0;
 };
 
 // Sample `index` (a position in the dataset, before shuffle_index) of a GPT dataset.

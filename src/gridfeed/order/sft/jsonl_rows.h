@@ -5,7 +5,9 @@
 // Thread safety: immutable after Open; Row() may be called from any thread. Move-only.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,8 +26,8 @@ class JsonlRows {
   // Row `k` without its line break. REQUIRES: 0 <= k < size().
   std::string_view Row(int64_t k) const;
   const std::string& path() const { return file_.path(); }
-  // Bytes of the file (for the data facts).
-  size_t file_size() const { return file_.size(); }
+  // The whole file (for the data facts).
+  std::span<const std::byte> bytes() const { return file_.bytes(); }
 
  private:
   io::MMapFile file_;

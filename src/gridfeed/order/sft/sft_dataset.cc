@@ -1,6 +1,10 @@
 #include "gridfeed/order/sft/sft_dataset.h"
 
+#include <xxhash.h>
+
 #include <algorithm>
+
+#include "gridfeed/io/file_util.h"
 
 namespace gridfeed::order::sft {
 
@@ -13,6 +17,9 @@ Result<std::unique_ptr<SftDataset>> SftDataset::Open(const config::JobOptions& o
     return Status(tok.status().code(), "--tokenizer-model: " + tok.status().message());
   }
   ds->tokenizer_ = std::move(*tok);
+  GRIDFEED_ASSIGN_OR_RETURN(const std::string tok_bytes,
+                            io::ReadFileToString(ds->tokenizer_->path()));
+  ds->tokenizer_digest_ = XXH3_64bits(tok_bytes.data(), tok_bytes.size());
   GRIDFEED_ASSIGN_OR_RETURN(const PromptFormat format,
                             ParsePromptFormat(o.data.sft_tokenizer_prompt_format));
   auto formatter = ChatFormatter::Make(format, *ds->tokenizer_);
@@ -41,6 +48,11 @@ Result<std::unique_ptr<SftDataset>> SftDataset::Open(const config::JobOptions& o
       ds->file_of_mid_[i].push_back(index_of(m.path));
   }
   return ds;
+}
+
+const JsonlRows& SftDataset::file(const std::string& path) const {
+  const auto it = std::find(paths_.begin(), paths_.end(), path);
+  return files_[static_cast<size_t>(it - paths_.begin())];
 }
 
 int64_t SftDataset::length(Split split) const {

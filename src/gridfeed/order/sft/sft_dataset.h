@@ -42,6 +42,11 @@ class SftDataset {
   int64_t pad_id() const { return formatter_->pad_id(); }
   int64_t seq_length() const { return seq_length_; }
   const io::TextTokenizer& tokenizer() const { return *tokenizer_; }
+  // Every JSON Lines file, each once, and its rows. REQUIRES: `path` is one of paths().
+  const std::vector<std::string>& paths() const { return paths_; }
+  const JsonlRows& file(const std::string& path) const;
+  // XXH3-64 of the tokenizer's file (it decides every token).
+  uint64_t tokenizer_digest() const { return tokenizer_digest_; }
   // The file behind mid-level dataset `dataset` of `split`.
   const JsonlRows& rows(Split split, int dataset) const;
   SftSource Locate(Split split, int64_t position) const;
@@ -54,6 +59,7 @@ class SftDataset {
   SftDataset() = default;
   int64_t seq_length_ = 0;
   int64_t cp_ = 1;
+  uint64_t tokenizer_digest_ = 0;
   std::unique_ptr<io::TextTokenizer> tokenizer_;
   std::unique_ptr<ChatFormatter> formatter_;
   std::vector<std::string> paths_;
