@@ -67,6 +67,7 @@ Result<std::unique_ptr<audit::Replay>> MakeReplay(const AuditArgs& a,
     GRIDFEED_RETURN_IF_ERROR(config::Validate(o));
     return audit::Replay::OrdersOf(ledger, &o);
   }
+  config::DeriveOptions(&o);
   GRIDFEED_RETURN_IF_ERROR(config::Validate(o));
   if (o.grid.data_parallel_size < 1) {
     return InvalidArgument("--data-parallel-size must be given (the run's DP size)");

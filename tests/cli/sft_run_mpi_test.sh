@@ -17,13 +17,43 @@ cd "$GOLDEN"
 mapfile -t cp2 < <(/usr/bin/python3 "$FLAGS" cases/cp2_h_aligned_L128)
 timeout 300 mpirun --oversubscribe -np 8 "$GRIDFEED" run "${cp2[@]}" \
   --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 \
-  --micro-batch-size 2 --global-batch-size 2 --train-iters 2 --dump "$WORK/cp2" > "$WORK/log" 2>&1 \
+  --micro-batch-size 2 --global-batch-size 2 --train-iters 2 --dump "$WORK/cp2" \
+  --ledger "$WORK/ledger" > "$WORK/log" 2>&1 \
   || { cat "$WORK/log"; echo "FAIL: run --sft at CP 2"; exit 1; }
 mapfile -t b32 < <(/usr/bin/python3 "$FLAGS" cases/boundary_L32)
 timeout 300 mpirun --oversubscribe -np 4 "$GRIDFEED" run "${b32[@]}" \
   --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 \
   --micro-batch-size 3 --global-batch-size 3 --train-iters 3 --dump "$WORK/b32" > "$WORK/log" 2>&1 \
   || { cat "$WORK/log"; echo "FAIL: run --sft at CP 1"; exit 1; }
+
+# The ledger of the CP 2 run verifies offline (the audit has no grid: the packing's CP size
+# travels with the data options), and a changed record does not.
+"$GRIDFEED" audit verify --ledger "$WORK/ledger" > "$WORK/log" 2>&1 \
+  || { cat "$WORK/log"; echo "FAIL: audit verify of an SFT run at CP 2"; exit 1; }
+sed -i '0,/^0\t/s/^0\t\(.*\)\t[0-9a-f]*$/0\t\1\t0123456789abcdef/' "$WORK/ledger/dp0.tsv"
+if "$GRIDFEED" audit verify --ledger "$WORK/ledger" > "$WORK/log" 2>&1; then
+  echo "FAIL: audit verify accepted a changed SFT record"; exit 1
+fi
+grep -q 'token_xxh3 differs' "$WORK/log" || { cat "$WORK/log"; echo "FAIL: audit message"; exit 1; }
+
+# A row Megatron fails on (an assistant message without content) ends the whole job, no rank
+# waiting; the reader's TP group names the file and row (DP rank 1 reads position 3; the other
+# DP rank is ended by the abort, as for any read error: feed/feeder.h).
+head -3 corpora/sft_a.jsonl > "$WORK/bad.jsonl"
+echo '{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant"}]}' >> "$WORK/bad.jsonl"
+tail -n +4 corpora/sft_a.jsonl >> "$WORK/bad.jsonl"
+set +e
+timeout 120 mpirun --oversubscribe -np 4 "$GRIDFEED" run --sft --data-path "$WORK/bad.jsonl" \
+  --split 100,0,0 --train-samples 8 --valid-samples 0 --test-samples 0 --seq-length 64 \
+  --tokenizer-model tokenizers/chat --tensor-model-parallel-size 2 --micro-batch-size 1 \
+  --train-iters 4 > "$WORK/log" 2>&1
+rc=$?
+set -e
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$WORK/log"; echo "FAIL: bad row: rc $rc"; exit 1; }
+for r in 2 3; do
+  grep -q "error: rank $r .*reader world rank 2 .*bad.jsonl row 3" "$WORK/log" \
+    || { cat "$WORK/log"; echo "FAIL: rank $r did not name the bad row"; exit 1; }
+done
 
 /usr/bin/python3 - "$WORK" <<'PY'
 import json, os, sys

@@ -237,6 +237,7 @@ Result<JobOptions> OptionFlags::ResolveUnchecked() const {
 
 Result<JobOptions> OptionFlags::Resolve() const {
   GRIDFEED_ASSIGN_OR_RETURN(JobOptions o, ResolveUnchecked());
+  DeriveOptions(&o);
   GRIDFEED_RETURN_IF_ERROR(Validate(o));
   return o;
 }

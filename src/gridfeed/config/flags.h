@@ -20,7 +20,8 @@ class OptionFlags {
   // After parsing: the YAML file's values overridden by the flags given, then Validate().
   // Keys of the YAML file that are no option of `groups` are an error naming the key.
   Result<JobOptions> Resolve() const;
-  // As Resolve() without Validate(): for tools that check less (e.g. a replay from a ledger).
+  // As Resolve() without DeriveOptions() and Validate(): the options as given, for tools that
+  // check less (e.g. a replay from a ledger).
   Result<JobOptions> ResolveUnchecked() const;
 
  private:

@@ -128,6 +128,15 @@ const std::vector<OptionRow>& Table() {
        "SFT: how a conversation is rendered to text (default: the tokenizer's chat template)",
        GF_FIELD(data.sft_tokenizer_prompt_format),
        {"nemotron-h-aligned", "nemotron-nano-v2", "identity", "default"}},
+      {"sft-context-parallel-size",
+       G::kData,
+       C::kUnlessDefault,
+       "SFT: the CP size packing pads for (derived from --context-parallel-size)",
+       GF_FIELD(data.sft_context_parallel_size),
+       {},
+       {},
+       nullptr,
+       /*hidden=*/true},
       // Grid.
       {"tensor-model-parallel-size", G::kGrid, C::kNo, "TP size",
        GF_FIELD(grid.tensor_model_parallel_size)},
@@ -359,6 +368,17 @@ Status ValidateSft(const JobOptions& o) {
         "--sft needs --tokenizer-model (a folder holding gf_tokenizer.json, "
         "or a SentencePiece model)");
   }
+  const int64_t cp = o.grid.context_parallel_size, packs_for = d.sft_context_parallel_size;
+  if (packs_for < 0 || packs_for > (int64_t{1} << 24) ||
+      (packs_for > 0 && cp > 1 && packs_for != cp)) {
+    return InvalidArgument("--sft-context-parallel-size " + std::to_string(packs_for) +
+                           " differs from --context-parallel-size " + std::to_string(cp));
+  }
+  if (packs_for > 1 && d.seq_length % (2 * packs_for) != 0) {
+    return InvalidArgument("--seq-length " + std::to_string(d.seq_length) +
+                           " must be divisible by 2 x the SFT CP size " +
+                           std::to_string(packs_for));
+  }
   if (d.seq_length >= std::numeric_limits<int32_t>::max()) {
     return InvalidArgument("--seq-length " + std::to_string(d.seq_length) +
                            " with --sft: cu_seqlens and max_seqlen are int32 (below 2^31 - 1)");
@@ -427,6 +447,12 @@ bool SameValue(const OptionRow& row, const JobOptions& a, const JobOptions& b) {
 
 void CopyField(const OptionRow& row, const JobOptions& from, JobOptions* to) {
   std::visit([&](auto* dst) { *dst = *std::get<decltype(dst)>(Get(row, from)); }, row.field(*to));
+}
+
+void DeriveOptions(JobOptions* o) {
+  if (o->data.sft && o->data.sft_context_parallel_size == 0) {
+    o->data.sft_context_parallel_size = o->grid.context_parallel_size;
+  }
 }
 
 Result<int64_t> ParseSampleCount(const std::string& flag, const std::string& value) {

@@ -68,6 +68,10 @@ struct DataOptions {
   bool sft = false;
   std::string tokenizer_model;  // a folder holding gf_tokenizer.json, or a SentencePiece model
   std::string sft_tokenizer_prompt_format = "nemotron-h-aligned";
+  // The CP size SFTDataset pads conversations for (to multiples of 2 x CP): the run's
+  // --context-parallel-size (DeriveOptions), kept with the data so an audit, which has no grid,
+  // packs as the run did. 0 = not derived yet (then the grid's).
+  int64_t sft_context_parallel_size = 0;
   bool is_sft() const { return sft; }
   bool is_olmo() const { return !olmo_paths.empty(); }
   bool is_mixture() const { return !mixture_schedule.empty(); }
@@ -194,6 +198,10 @@ std::string ValueText(const OptionRow& row, const JobOptions& o);
 bool SameValue(const OptionRow& row, const JobOptions& a, const JobOptions& b);
 // Copies one field from `from` into `to`.
 void CopyField(const OptionRow& row, const JobOptions& from, JobOptions* to);
+
+// Fills the options derived from others (SFT's packing CP size from --context-parallel-size).
+// Every way of making options calls it once the given ones are set (flags, YAML, Python).
+void DeriveOptions(JobOptions* o);
 
 // Checks that need no world: every number in range (overflow-safe), choices, counts parse.
 // InvalidArgument names the flag.

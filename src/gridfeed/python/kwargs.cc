@@ -225,6 +225,7 @@ Result<config::JobOptions> OptionsFromKwargs(const char* function, const py::kwa
                              ", got " + Describe(value));
     }
   }
+  config::DeriveOptions(&o);
   return o;
 }
 

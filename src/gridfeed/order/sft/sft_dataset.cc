@@ -11,7 +11,8 @@ namespace gridfeed::order::sft {
 Result<std::unique_ptr<SftDataset>> SftDataset::Open(const config::JobOptions& o) {
   std::unique_ptr<SftDataset> ds(new SftDataset());
   ds->seq_length_ = o.data.seq_length;
-  ds->cp_ = o.grid.context_parallel_size;
+  ds->cp_ = o.data.sft_context_parallel_size > 0 ? o.data.sft_context_parallel_size
+                                                 : o.grid.context_parallel_size;
   auto tok = io::LoadTextTokenizer(o.data.tokenizer_model);
   if (!tok.ok()) {
     return Status(tok.status().code(), "--tokenizer-model: " + tok.status().message());

@@ -24,8 +24,8 @@ std::string Hex(uint64_t v) {
   return b;
 }
 
-// What the image carries and the canonical text holds: every file's size and rows, the
-// tokenizer's digest, and the CP size (SFTDataset pads conversations to 2 x CP).
+// What the image carries and the canonical text holds: every file's size and rows and the
+// tokenizer's digest.
 nlohmann::json FactsOfDataset(const SftDataset& ds, const config::JobOptions& o) {
   nlohmann::json files = nlohmann::json::array();
   for (const auto& path : ds.paths()) {
@@ -36,9 +36,8 @@ nlohmann::json FactsOfDataset(const SftDataset& ds, const config::JobOptions& o)
                      {"rows", f.size()},
                      {"sampled_xxh3", Hex(s.data_sample_xxh3)}});
   }
-  return {{"sft_files", files},
-          {"sft_tokenizer_xxh3", Hex(ds.tokenizer_digest())},
-          {"sft_context_parallel_size", o.grid.context_parallel_size}};
+  (void)o;  // the CP size packing pads for is a data option (in the canonical text already)
+  return {{"sft_files", files}, {"sft_tokenizer_xxh3", Hex(ds.tokenizer_digest())}};
 }
 
 class SftView final : public OrderView {
