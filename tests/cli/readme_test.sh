@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # README's "After scripts/demo" block, run verbatim (bash -e) in a scratch folder laid out like
-# the repository (configs/, docs/, scripts/, apps/ and build/ linked) whose out/demo holds the
+# the repository (configs/, docs/, scripts/, apps/, tests/ and build/ linked) whose out/demo holds the
 # demo's corpora, prepared by scripts/prepare-kjv as scripts/demo prepares them. A command a
 # user is told to run after the demo that fails, or a block that is missing, fails the test.
 # Usage: readme_test.sh GRIDFEED_BINARY
@@ -10,7 +10,7 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$(cd "$(dirname "$GRIDFEED")/.." && pwd)
 WORK=$(mktemp -d /tmp/gridfeed_readme.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-for d in configs docs scripts apps; do ln -s "$REPO/$d" "$WORK/$d"; done
+for d in configs docs scripts apps tests; do ln -s "$REPO/$d" "$WORK/$d"; done
 ln -s "$BUILD" "$WORK/build"
 # The corpora are kept in the build tree between runs (prepare-kjv skips what exists).
 CORPUS=$BUILD/readme-test-demo
