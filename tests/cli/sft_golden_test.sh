@@ -73,4 +73,31 @@ for case_dir in "$GOLDEN"/cases/*/; do
   done
 done
 [ "$cases" -ge 1 ] || { echo "FAIL: no case with items under $GOLDEN/cases"; exit 1; }
+
+# Wrong inputs: an error naming what to change, never a crash or an empty result.
+expect_error() {  # message fragment, flags...
+  local want=$1; shift
+  if "$GRIDFEED" "$@" > "$WORK/err" 2>&1; then echo "FAIL: accepted: $*"; exit 1; fi
+  grep -qF -- "$want" "$WORK/err" || { cat "$WORK/err"; echo "FAIL: no '$want' for: $*"; exit 1; }
+}
+base=(--sft --split 100,0,0 --train-samples 4 --valid-samples 0 --test-samples 0 --seq-length 64)
+expect_error "--tokenizer-model" samples "${base[@]}" --data-path corpora/sft_a.jsonl \
+  --positions 0 --out "$WORK/e"
+expect_error "--tokenizer-model" samples "${base[@]}" --data-path corpora/sft_a.jsonl \
+  --tokenizer-model "$WORK/none" --positions 0 --out "$WORK/e"
+expect_error "corpora/missing.jsonl" samples "${base[@]}" --data-path corpora/missing.jsonl \
+  --tokenizer-model tokenizers/chat --positions 0 --out "$WORK/e"
+expect_error "needs weights" samples "${base[@]}" --data-path corpora/sft_a.jsonl \
+  corpora/sft_b.jsonl corpora/sft_a.jsonl --tokenizer-model tokenizers/chat --positions 0 \
+  --out "$WORK/e"
+expect_error "--valid-samples" samples --sft --split 90,10,0 --train-samples 4 \
+  --valid-samples none --seq-length 64 --data-path corpora/sft_a.jsonl \
+  --tokenizer-model tokenizers/chat --positions 0 --out "$WORK/e"
+expect_error "beyond the split" samples "${base[@]}" --data-path corpora/sft_a.jsonl \
+  --tokenizer-model tokenizers/chat --positions 4 --out "$WORK/e"
+expect_error "--reset-position-ids" samples "${base[@]}" --data-path corpora/sft_a.jsonl \
+  --tokenizer-model tokenizers/chat --reset-position-ids --positions 0 --out "$WORK/e"
+expect_error "--sft has no assembly floor" bench "${base[@]}" --data-path corpora/sft_a.jsonl \
+  --tokenizer-model tokenizers/chat
+echo "sft errors: 8 wrong inputs refused with the flag or file named"
 echo "sft golden: $cases case splits equal"
