@@ -96,6 +96,48 @@ def test_an_olmo_configuration_equals_cli_run_dump(cli_dump, monkeypatch):
     assert set(np.concatenate(got["sample_indices"]).ravel()) <= set(t["global_indices"])
 
 
+def test_a_megatron_micro_batch_is_not_packed(job):
+    with open_feeder(job) as f:
+        mb = f.next()
+        assert mb.packed is False and mb.max_seqlen == 0
+        assert mb.cu_seqlens.dtype == np.int32 and mb.cu_seqlens.shape == (0,)
+        assert repr(mb) == ("<gridfeed.MicroBatch [2 x 64] tokens, labels, loss_mask, "
+                            "attention_mask, position_ids>")
+
+
+def test_sft_micro_batches_are_megatrons_flattened_ones():
+    """sft=True at one rank (CP 1): every micro-batch of golden case boundary_L32 as Megatron's
+    get_batch flattens it ([1, mbs * L] rows, merged cu_seqlens), handed to torch unchanged."""
+    from sft_scenarios import case_kwargs
+    golden = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          "golden", "megatron-sft")
+    case = os.path.join(golden, "cases", "boundary_L32")
+    kw = case_kwargs(case)
+    kw["data_path"] = [os.path.join(golden, p) for p in kw["data_path"]]
+    kw["tokenizer_model"] = os.path.join(golden, kw["tokenizer_model"])
+    with gridfeed.Feeder(comm=MPI.COMM_WORLD, micro_batch_size=3, global_batch_size=3,
+                         **kw) as f:
+        assert f.options["sft"] and f.options["sft_tokenizer_prompt_format"] == \
+            "nemotron-h-aligned"
+        for i in range(3):
+            flat = os.path.join(case, "batches", "b0", "dp_rank_0", f"mb_{i:02d}", "flattened")
+            mb = f.next()
+            assert mb.packed is True and list(mb) == ["tokens", "labels", "loss_mask",
+                                                      "position_ids"]
+            assert (mb.micro_batch_size, mb.local_seq_length) == (3, 32)
+            for key in mb:
+                want = np.load(os.path.join(flat, f"{key}.npy"))
+                assert mb[key].dtype == want.dtype and mb[key].shape == want.shape == (1, 96)
+                assert np.array_equal(mb[key], want), (i, key)
+            want = np.load(os.path.join(flat, "cu_seqlens.npy"))[0]
+            assert mb.cu_seqlens.dtype == np.int32 and np.array_equal(mb.cu_seqlens, want), i
+            assert mb.max_seqlen == int(np.load(os.path.join(flat, "max_seqlen.npy"))[0]), i
+            cu = torch.from_numpy(mb.cu_seqlens)
+            assert cu.dtype == torch.int32 and cu.data_ptr() == mb.cu_seqlens.ctypes.data
+            assert mb.cu_seqlens.base is mb and mb["tokens"].base is mb
+            assert repr(mb).startswith("<gridfeed.MicroBatch packed [1 x 96] tokens"), repr(mb)
+
+
 def test_views_share_the_batch_memory_and_outlive_it(job):
     f = open_feeder(job)
     mb = f.next()

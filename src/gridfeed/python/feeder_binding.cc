@@ -63,9 +63,13 @@ class PyMicroBatch {
   std::optional<py::array> Field(py::handle self, const std::string& key) const {
     const auto b = static_cast<py::ssize_t>(mb_.micro_batch_size);
     const auto s = static_cast<py::ssize_t>(mb_.local_seq_length);
+    // The sequence fields' shape: [mbs, local], or for a packed micro-batch the one flattened
+    // row [1, mbs * local] that Megatron's get_batch leaves for --sft (this CP rank's slice).
+    const std::vector<py::ssize_t> rows =
+        mb_.packed ? std::vector<py::ssize_t>{1, b * s} : std::vector<py::ssize_t>{b, s};
     if (mb_.has_inputs) {
-      if (key == "tokens") return View(self, mb_.tokens, {b, s});
-      if (key == "position_ids") return View(self, mb_.position_ids, {b, s});
+      if (key == "tokens") return View(self, mb_.tokens, rows);
+      if (key == "position_ids") return View(self, mb_.position_ids, rows);
       if (key == "attention_mask" && !mb_.attention_mask.empty()) {
         // Megatron's mask is bool [b, 1, s, s] (True = masked out); the bytes are 0/1.
         return py::array(py::dtype::of<bool>(),
@@ -74,8 +78,8 @@ class PyMicroBatch {
       }
     }
     if (mb_.has_targets) {
-      if (key == "labels") return View(self, mb_.labels, {b, s});
-      if (key == "loss_mask") return View(self, mb_.loss_mask, {b, s});
+      if (key == "labels") return View(self, mb_.labels, rows);
+      if (key == "loss_mask") return View(self, mb_.loss_mask, rows);
     }
     return std::nullopt;
   }
@@ -89,6 +93,9 @@ class PyMicroBatch {
   }
   py::array SourceIds(py::handle self) const {
     return View(self, mb_.source_ids, {static_cast<py::ssize_t>(mb_.source_ids.size())});
+  }
+  py::array CuSeqlens(py::handle self) const {
+    return View(self, mb_.cu_seqlens, {static_cast<py::ssize_t>(mb_.cu_seqlens.size())});
   }
   const feed::MicroBatch& mb() const { return mb_; }
 
@@ -535,7 +542,15 @@ gets) to NumPy views [micro_batch_size, local_seq_length] (attention_mask bool
 [micro_batch_size, 1, local_seq_length, seq_length]) over buffers this object owns: no copy;
 each view's base is the MicroBatch, which lives as long as any view or tensor made from one.
 dict(mb) gives a plain dict of the same views. seq_length is this micro-batch's: a mixture stage
-with its own seq_length changes it between global batches.)doc")
+with its own seq_length changes it between global batches.
+
+Packed micro-batches (--sft, sft=True; mb.packed is True on the first and last pipeline stages)
+are what Megatron's get_batch leaves for --sft: tokens, labels, loss_mask and position_ids are
+one flattened row [1, micro_batch_size * local_seq_length] (this CP rank's THD slice of the
+micro-batch's samples laid end to end), mb.cu_seqlens (int32 [K], a view like the fields) holds
+the micro-batch's merged sequence boundaries (the whole micro-batch's, the same on every CP
+rank) and mb.max_seqlen its longest sequence. Otherwise packed is False, cu_seqlens is empty
+and max_seqlen is 0 (middle pipeline stages get neither, packed or not).)doc")
       .def("__getitem__",
            [](py::object self, const std::string& key) {
              auto a = self.cast<const PyMicroBatch&>().Field(self, key);
@@ -587,6 +602,19 @@ with its own seq_length changes it between global batches.)doc")
           "source_ids",
           [](py::object self) { return self.cast<const PyMicroBatch&>().SourceIds(self); },
           "int64 [micro_batch_size]: each sample's blend source (0 without a blend)")
+      .def_property_readonly(
+          "packed", [](const PyMicroBatch& b) { return b.mb().packed; },
+          "whether this is a packed micro-batch (--sft): the sequence fields are one flattened "
+          "row [1, micro_batch_size * local_seq_length] and cu_seqlens/max_seqlen are set")
+      .def_property_readonly(
+          "cu_seqlens",
+          [](py::object self) { return self.cast<const PyMicroBatch&>().CuSeqlens(self); },
+          "int32 [K]: a packed micro-batch's merged cumulative sequence lengths over the "
+          "micro-batch's micro_batch_size * seq_length tokens (Megatron's flattened cu_seqlens, "
+          "the same on every CP rank); empty when not packed")
+      .def_property_readonly(
+          "max_seqlen", [](const PyMicroBatch& b) { return b.mb().max_seqlen; },
+          "a packed micro-batch's longest sequence (Megatron's max_seqlen); 0 when not packed")
       .def_property_readonly("micro_batch_size",
                              [](const PyMicroBatch& b) { return b.mb().micro_batch_size; })
       .def_property_readonly(
@@ -600,6 +628,11 @@ with its own seq_length changes it between global batches.)doc")
       .def("__repr__", [](const PyMicroBatch& b) {
         std::string keys;
         for (const char* k : b.Keys()) keys += std::string(keys.empty() ? "" : ", ") + k;
+        if (b.mb().packed) {
+          return "<gridfeed.MicroBatch packed [1 x " +
+                 std::to_string(b.mb().micro_batch_size * b.mb().local_seq_length) + "] " + keys +
+                 ", " + std::to_string(b.mb().cu_seqlens.size()) + " cu_seqlens>";
+        }
         return "<gridfeed.MicroBatch [" + std::to_string(b.mb().micro_batch_size) + " x " +
                std::to_string(b.mb().local_seq_length) + "] " + keys + ">";
       });
