@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "gridfeed/config/canonical.h"
-#include "gridfeed/order/mixture_pipeline.h"
+#include "gridfeed/order/pipeline.h"
 
 namespace gridfeed::audit {
 
@@ -296,13 +297,14 @@ Result<VerifyReport> Verify(const Ledger& ledger) {
     report.schedule_checked = true;
   }
   std::vector<int64_t> positions;
-  const bool mixture = !o.data.mixture_schedule.empty();
-  // Mixture: per source and seq length (a stage's own length is another stream of the
-  // source), the samples read. An amendment keeps the past, lengths included: the last
+  GRIDFEED_ASSIGN_OR_RETURN(const auto pipeline, order::Pipeline::For(o));
+  const bool streamed = pipeline->source_streams();
+  // Streams (a mixture's): per source and seq length (a stage's own length is another stream
+  // of the source), the samples read. An amendment keeps the past, lengths included: the last
   // schedule's lengths hold for every position.
   std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> streams;
   order::SeqLengths lengths;
-  if (mixture) {
+  if (streamed) {
     GRIDFEED_ASSIGN_OR_RETURN(
         const config::JobOptions last,
         LedgerOptions(ledger, ledger.schedules.empty() ? size_t{0} : ledger.schedules.size() - 1));
@@ -351,7 +353,7 @@ Result<VerifyReport> Verify(const Ledger& ledger) {
         return report;
       }
     }
-    if (mixture) {  // the source was checked against the order above
+    if (streamed) {  // the source was checked against the order above
       streams[{got.dataset, lengths.At(got.position)}].push_back(got.dataset_sample);
     }
   }
@@ -454,23 +456,23 @@ namespace {
 // steered by).
 class PiecewiseTarget {
  public:
-  void Add(int64_t from, order::ScheduledBlend blend, size_t num_sources) {
+  using Target = std::function<double(size_t, int64_t)>;  // StagePlan::cumulative_target
+  void Add(int64_t from, Target target, size_t num_sources) {
     std::vector<double> base(num_sources, 0.0);
     for (size_t k = 0; k < num_sources; ++k) base[k] = pieces_.empty() ? 0.0 : At(k, from);
-    pieces_.push_back({from, std::move(blend), std::move(base)});
+    pieces_.push_back({from, std::move(target), std::move(base)});
   }
   double At(size_t k, int64_t q) const {
     size_t i = 0;
     while (i + 1 < pieces_.size() && pieces_[i + 1].from <= q) ++i;
     const auto& p = pieces_[i];
-    return p.base[k] + order::CumulativeTarget(p.blend.segments, k, q) -
-           order::CumulativeTarget(p.blend.segments, k, p.from);
+    return p.base[k] + p.target(k, q) - p.target(k, p.from);
   }
 
  private:
   struct Piece {
     int64_t from;
-    order::ScheduledBlend blend;
+    Target target;
     std::vector<double> base;  // T_k(from)
   };
   std::vector<Piece> pieces_;
@@ -491,23 +493,23 @@ Result<std::vector<StageAccount>> AccountStages(const Ledger& ledger, int64_t un
                                                 std::vector<double>* target_read) {
   const size_t n = sources.size();
   PiecewiseTarget targets;
-  order::MixtureLayout layout;
+  order::StagePlan layout;
   for (size_t i = 0; i < ledger.schedules.size(); ++i) {
     GRIDFEED_ASSIGN_OR_RETURN(const config::JobOptions o, LedgerOptions(ledger, i));
-    if (o.data.mixture_schedule.empty()) {
+    GRIDFEED_ASSIGN_OR_RETURN(const auto pipeline, order::Pipeline::For(o));
+    if (!pipeline->staged()) {
       return DataLoss("the ledger's schedule from position " +
                       std::to_string(ledger.schedules[i].position) + " is not a mixture");
     }
-    GRIDFEED_ASSIGN_OR_RETURN(layout, order::LayoutMixture(o));
-    GRIDFEED_ASSIGN_OR_RETURN(order::ScheduledBlend blend, order::MixtureBlend(o, layout));
-    targets.Add(ledger.schedules[i].position, std::move(blend), n);
+    GRIDFEED_ASSIGN_OR_RETURN(layout, pipeline->Stages());
+    targets.Add(ledger.schedules[i].position, layout.cumulative_target, n);
   }
-  const size_t num_stages = layout.schedule.stages.size();
+  const size_t num_stages = layout.names.size();
   std::vector<StageAccount> out(num_stages);
   for (size_t i = 0; i < num_stages; ++i) {
-    out[i].name = layout.schedule.stages[i].name;
-    out[i].begin = out[i].reached = layout.stage_begin[i];
-    out[i].end = layout.stage_begin[i + 1];
+    out[i].name = layout.names[i];
+    out[i].begin = out[i].reached = layout.begin[i];
+    out[i].end = layout.begin[i + 1];
     out[i].sources.resize(n);
   }
   std::vector<std::map<int64_t, IterationReads>> reads(num_stages);  // by iteration
@@ -517,12 +519,12 @@ Result<std::vector<StageAccount>> AccountStages(const Ledger& ledger, int64_t un
     if (until >= 0 && e.record.iteration >= until) continue;
     lo = lo < 0 ? e.record.position : std::min(lo, e.record.position);
     hi = std::max(hi, e.record.position + 1);
-    const auto i = static_cast<size_t>(layout.StageAt(e.record.position));
+    const auto i = static_cast<size_t>(layout.stage_at(e.record.position));
     auto& st = out[i];
     const auto source = static_cast<size_t>(e.record.dataset);
     ++st.sources[source].samples;
-    st.sources[source].tokens += layout.stage_seq_length[i];
-    units[i][source] += EpochUnits(sources[source], layout.seq_length, layout.stage_seq_length[i]);
+    st.sources[source].tokens += layout.seq_length[i];
+    units[i][source] += EpochUnits(sources[source], layout.run_seq_length, layout.seq_length[i]);
     st.reached = std::max(st.reached, std::min(st.end, e.record.position + 1));
     if (st.first_iteration < 0 || e.record.iteration < st.first_iteration) {
       st.first_iteration = e.record.iteration;
@@ -631,7 +633,8 @@ Result<Accounting> Account(const Ledger& ledger, int64_t until, int64_t window) 
     s.epochs = per_epoch ? units[k] / static_cast<double>(per_epoch) : 0;
   }
   a.window = window;
-  if (!o.data.mixture_schedule.empty()) {
+  GRIDFEED_ASSIGN_OR_RETURN(const auto pipeline, order::Pipeline::For(o));
+  if (pipeline->staged()) {
     std::vector<double> target_read;
     GRIDFEED_ASSIGN_OR_RETURN(a.stages,
                               AccountStages(ledger, until, window, sources, &target_read));

@@ -10,7 +10,6 @@
 #include <exception>
 #include <mutex>
 #include <new>
-#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "gridfeed/checkpoint/cursor.h"
@@ -22,11 +21,8 @@
 #include "gridfeed/device/tp_broadcast.h"
 #include "gridfeed/feed/payload.h"
 #include "gridfeed/io/file_util.h"
-#include "gridfeed/order/mixture_pipeline.h"
-#include "gridfeed/order/order_prefix.h"
 #include "gridfeed/order/pipeline.h"
 #include "gridfeed/order/read_schedule.h"
-#include "gridfeed/order/table_image.h"
 #include "gridfeed/parallel/agree.h"
 #include "gridfeed/parallel/shared_image.h"
 
@@ -37,22 +33,6 @@ order::Split SplitOf(const FeederOptions& o) {
   if (o.feed.split_name == "valid") return order::Split::kValid;
   if (o.feed.split_name == "test") return order::Split::kTest;
   return order::Split::kTrain;
-}
-
-// The mixture schedule a canonical text holds (empty: none).
-std::string ScheduleOfCanonical(const std::string& canonical) {
-  const auto j = nlohmann::json::parse(canonical, nullptr, false);
-  if (!j.is_object() || !j.contains("mixture-schedule") || !j["mixture-schedule"].is_string()) {
-    return "";
-  }
-  return j["mixture-schedule"].get<std::string>();
-}
-
-// `history` (a JSON list) with the schedule in force from `position` appended.
-std::string ScheduleHistoryEntry(nlohmann::json history, int64_t position,
-                                 const std::string& schedule) {
-  history.push_back({{"position", position}, {"schedule", schedule}});
-  return history.dump();
 }
 
 }  // namespace
@@ -70,7 +50,7 @@ struct Feeder::Impl {
   order::SeqLengths seq_lengths;  // tokens per sample along the split (every rank)
   std::string canonical, fingerprint;
   std::string store_facts;       // rank 0's token store facts (order::EncodeFacts)
-  std::string schedule_history;  // mixture schedules: checkpoint::Cursor's (every rank)
+  std::string schedule_history;  // amendable orders: checkpoint::Cursor's (every rank)
   StartupTimes startup;
   int64_t split_length = 0;
   int64_t resumed_iteration = 0;
@@ -105,7 +85,7 @@ struct Feeder::Impl {
   Status CheckTokenStores();
   Status Resume();
   // Rank 0: whether the saved order (recomputed from its canonical text) reads what this run's
-  // tables read before the saved cursor.
+  // tables read before the saved cursor (the pipeline's SamePast).
   Status SamePast(const checkpoint::Cursor& saved) const;
   Status PlanSchedule();
   Status OpenDevicePath();
@@ -243,10 +223,7 @@ Status Feeder::Impl::BuildAndShareTables() {
 Status Feeder::Impl::Resume() {
   const parallel::Grid& g = *grid;
   consumed = options.resume.consumed_samples;
-  if (options.data.is_mixture()) {
-    schedule_history =
-        ScheduleHistoryEntry(nlohmann::json::array(), consumed, options.data.mixture_schedule);
-  }
+  schedule_history = pipeline->StartHistory(consumed);
   if (options.resume.resume_from.empty()) return Status::Ok();
   int64_t point[2] = {0, 0};  // consumed, iteration
   // Rank 0 reads and checks the cursor; an amended schedule rebuilds the saved order (SamePast).
@@ -262,9 +239,9 @@ Status Feeder::Impl::Resume() {
     now.order_depends_on_geometry = options.data.dataloader_type == "cyclic";
     now.token_store_facts = store_facts;
     now.allow_schedule_change = options.resume.allow_schedule_change;
-    // The single sampler stops at the split's end: a cursor past it is no run's. OLMo's order
-    // is sized for --train-iters, so a later cursor there only means nothing is left to run.
-    if (options.data.dataloader_type != "cyclic" && !options.data.is_olmo()) {
+    // The single sampler stops at the split's end: a cursor past it is no run's (unless the
+    // order is sized otherwise: Pipeline::cursor_bounded_by_split).
+    if (options.data.dataloader_type != "cyclic" && pipeline->cursor_bounded_by_split()) {
       now.max_consumed = split_length;
     }
     now.check_same_past = [this](const checkpoint::Cursor& saved) { return SamePast(saved); };
@@ -274,20 +251,10 @@ Status Feeder::Impl::Resume() {
     if (resumed.ok()) {
       point[0] = resumed->consumed_samples;
       point[1] = resumed->iteration;
-      if (options.data.is_mixture()) {
-        nlohmann::json history = nlohmann::json::parse(cursor->schedule_history, nullptr, false);
-        if (!history.is_array()) {  // saved before histories: its schedule from position 0
-          history = nlohmann::json::parse(ScheduleHistoryEntry(
-              nlohmann::json::array(), 0, ScheduleOfCanonical(cursor->canonical_config)));
-        }
+      if (pipeline->amendable()) {
         schedule_history =
-            resumed->schedule_amended
-                ? ScheduleHistoryEntry(history, point[0], options.data.mixture_schedule)
-                : history.dump();
-        if (resumed->schedule_amended) {
-          log::Info("resuming with an amended mixture schedule from sample " +
-                    std::to_string(point[0]) + " (the order before it is unchanged)");
-        }
+            pipeline->ResumedHistory(cursor->schedule_history, cursor->canonical_config, point[0],
+                                     resumed->schedule_amended);
       }
     } else {
       return resumed.status();
@@ -312,7 +279,7 @@ Status Feeder::Impl::Resume() {
   GRIDFEED_RETURN_IF_ERROR(
       parallel::MpiStatus(MPI_Bcast(point, 2, MPI_INT64_T, 0, g.world()), "MPI_Bcast(cursor)"));
   // The options are the same on every rank (agreed fingerprint), so all or none broadcast.
-  if (options.data.is_mixture()) {
+  if (pipeline->amendable()) {
     GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(g.world(), 0, &schedule_history));
   }
   consumed = point[0];
@@ -326,47 +293,8 @@ Status Feeder::Impl::SamePast(const checkpoint::Cursor& saved) const {
   config::JobOptions old = options;
   old.data = before;
   old.batch.global_batch_size = saved.global_batch_size;  // budgets in iterations
-  GRIDFEED_ASSIGN_OR_RETURN(auto old_pipeline, order::Pipeline::For(old));
-  GRIDFEED_ASSIGN_OR_RETURN(auto old_built, old_pipeline->Build());
-  auto writer = old_built->TakeImage();
-  std::vector<std::byte> old_image(writer->size());
-  writer->WriteTo(old_image.data());
-  GRIDFEED_ASSIGN_OR_RETURN(order::TableView a, order::ParseTableImage(old_image));
   if (!image) return Internal("rank 0 holds no table image");
-  GRIDFEED_ASSIGN_OR_RETURN(order::TableView b, order::ParseTableImage(image->bytes()));
-  const int64_t p = order::FirstDifference(a, b, saved.consumed_train_samples);
-  if (p < 0) return Status::Ok();
-  auto layout = order::LayoutMixture(old);
-  const std::string stage =
-      layout.ok() ? layout->schedule.stages[static_cast<size_t>(layout->StageAt(p))].name : "?";
-  std::string why;
-  // The usual cause: a source whose tables now hold another number of epochs is reshuffled.
-  // Tables are matched by token store and sample length (their numbers may differ).
-  for (const auto& x : a.splits[0]->sources) {
-    const order::SourceView* y = nullptr;
-    for (const auto& s : b.splits[0]->sources) {
-      if (s.prefix == x.prefix && s.seq_length == x.seq_length) y = &s;
-    }
-    if (y == nullptr) continue;
-    const int64_t before = order::TableEpochs(x), after = order::TableEpochs(*y);
-    if (before == after) continue;
-    std::string name = x.prefix;
-    for (const auto& src :
-         layout.ok() ? layout->schedule.sources : std::vector<config::MixtureSource>()) {
-      if (src.path == x.prefix) name = src.name;
-    }
-    name = "'" + name + "'";
-    if (x.seq_length > 0) name += " at " + std::to_string(x.seq_length) + " tokens";
-    why += (why.empty() ? "; " : ", ") + std::string("source ") + name +
-           " is reshuffled: " + "its tables hold " + std::to_string(before) +
-           " epoch(s) under the saved schedule, " + std::to_string(after) +
-           " under the amended one";
-  }
-  if (!why.empty()) {
-    why += " (an amendment may not change how many epochs a source's draws and surplus need)";
-  }
-  return FailedPrecondition("position " + std::to_string(p) + " (saved stage '" + stage +
-                            "') reads another sample" + why);
+  return pipeline->SamePast(old, image->bytes(), saved.consumed_train_samples);
 }
 
 // Every rank plans the same schedule from the same numbers (no communication).
@@ -394,14 +322,7 @@ Status Feeder::Impl::PlanSchedule() {
   for (size_t i = 1; i < seq_lengths.begin.size(); ++i) {
     const int64_t b = seq_lengths.begin[i];
     if (b <= consumed || (b - consumed) % gbs == 0) continue;
-    auto layout = order::LayoutMixture(options);
-    std::string stage = "the mixture stage";
-    for (size_t k = 0; layout.ok() && k + 1 < layout->stage_begin.size(); ++k) {
-      if (layout->stage_begin[k] == b) {
-        stage = "mixture schedule: schedule[" + std::to_string(k) + "] ('" +
-                layout->schedule.stages[k].name + "')";
-      }
-    }
+    const std::string stage = pipeline->DescribeStageFrom(b);
     return InvalidArgument(
         stage + " reads " + std::to_string(seq_lengths.length[i]) + " tokens per sample from " +
         "sample " + std::to_string(b) + ", where none of this run's global batches starts (" +
@@ -457,9 +378,10 @@ Status Feeder::Impl::OpenTokenStores() {
 // takes them, any other computes its own.
 Status Feeder::Impl::CheckTokenStores() {
   const parallel::Grid& g = *grid;
-  // A mixture's digests do not depend on its schedule, so an amended resume can compare them.
+  // An amendable order's digests do not depend on its schedule, so an amended resume can
+  // compare them.
   const std::string salted =
-      options.data.is_mixture() ? checkpoint::WithoutScheduleText(canonical) : fingerprint;
+      pipeline->amendable() ? checkpoint::WithoutScheduleText(canonical) : fingerprint;
   const uint64_t salt = XXH3_64bits(salted.data(), salted.size());
   std::vector<order::StoreFacts> mine;
   if (g.is_reader()) {

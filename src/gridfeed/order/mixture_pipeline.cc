@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "gridfeed/core/log.h"
@@ -11,7 +12,9 @@
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/order/dataset_builder.h"
 #include "gridfeed/order/megatron_pipeline.h"
+#include "gridfeed/order/order_prefix.h"
 #include "gridfeed/order/split.h"
+#include "gridfeed/order/table_image.h"
 
 namespace gridfeed::order {
 namespace {
@@ -20,6 +23,22 @@ constexpr int64_t kMaxLength = int64_t{1} << 40;
 constexpr int64_t kMaxTokens = int64_t{1} << 62;  // a schedule's samples x their lengths
 
 std::string StageKey(size_t i) { return "schedule[" + std::to_string(i) + "]"; }
+
+// The mixture schedule a canonical text holds (empty: none).
+std::string ScheduleOfCanonical(const std::string& canonical) {
+  const auto j = nlohmann::json::parse(canonical, nullptr, false);
+  if (!j.is_object() || !j.contains("mixture-schedule") || !j["mixture-schedule"].is_string()) {
+    return "";
+  }
+  return j["mixture-schedule"].get<std::string>();
+}
+
+// `history` (a JSON list) with the schedule in force from `position` appended.
+std::string ScheduleHistoryEntry(nlohmann::json history, int64_t position,
+                                 const std::string& schedule) {
+  history.push_back({{"position", position}, {"schedule", schedule}});
+  return history.dump();
+}
 
 // Adds the stage names and per-source names to Megatron's view of the tables, whose blend
 // sources are (stage length, source) pairs: records and source ids name the schedule's source.
@@ -342,6 +361,110 @@ class MixturePipeline final : public Pipeline {
     }
     return std::unique_ptr<BuiltOrder>(
         std::make_unique<MixtureBuilt>(std::move(inner), std::move(layout), facts.dump()));
+  }
+
+  // A schedule may be amended on resume; its history says which was in force from where.
+  bool amendable() const override { return true; }
+
+  std::string StartHistory(int64_t consumed) const override {
+    return ScheduleHistoryEntry(nlohmann::json::array(), consumed, options_.data.mixture_schedule);
+  }
+
+  std::string ResumedHistory(const std::string& saved_history, const std::string& saved_canonical,
+                             int64_t resumed_at, bool amended) const override {
+    nlohmann::json history = nlohmann::json::parse(saved_history, nullptr, false);
+    if (!history.is_array()) {  // saved before histories: its schedule from position 0
+      history = nlohmann::json::parse(
+          ScheduleHistoryEntry(nlohmann::json::array(), 0, ScheduleOfCanonical(saved_canonical)));
+    }
+    std::string out =
+        amended ? ScheduleHistoryEntry(history, resumed_at, options_.data.mixture_schedule)
+                : history.dump();
+    if (amended) {
+      log::Info("resuming with an amended mixture schedule from sample " +
+                std::to_string(resumed_at) + " (the order before it is unchanged)");
+    }
+    return out;
+  }
+
+  // Rebuilds the saved order's (Megatron-format) tables and compares them with `image`
+  // position by position; explains the usual cause of a difference.
+  Status SamePast(const config::JobOptions& old, std::span<const std::byte> image,
+                  int64_t consumed) const override {
+    GRIDFEED_ASSIGN_OR_RETURN(auto old_pipeline, Pipeline::For(old));
+    GRIDFEED_ASSIGN_OR_RETURN(auto old_built, old_pipeline->Build());
+    auto writer = old_built->TakeImage();
+    std::vector<std::byte> old_image(writer->size());
+    writer->WriteTo(old_image.data());
+    GRIDFEED_ASSIGN_OR_RETURN(TableView a, ParseTableImage(old_image));
+    GRIDFEED_ASSIGN_OR_RETURN(TableView b, ParseTableImage(image));
+    const int64_t p = FirstDifference(a, b, consumed);
+    if (p < 0) return Status::Ok();
+    auto layout = LayoutMixture(old);
+    const std::string stage =
+        layout.ok() ? layout->schedule.stages[static_cast<size_t>(layout->StageAt(p))].name : "?";
+    std::string why;
+    // The usual cause: a source whose tables now hold another number of epochs is reshuffled.
+    // Tables are matched by token store and sample length (their numbers may differ).
+    for (const auto& x : a.splits[0]->sources) {
+      const SourceView* y = nullptr;
+      for (const auto& s : b.splits[0]->sources) {
+        if (s.prefix == x.prefix && s.seq_length == x.seq_length) y = &s;
+      }
+      if (y == nullptr) continue;
+      const int64_t before = TableEpochs(x), after = TableEpochs(*y);
+      if (before == after) continue;
+      std::string name = x.prefix;
+      for (const auto& src :
+           layout.ok() ? layout->schedule.sources : std::vector<config::MixtureSource>()) {
+        if (src.path == x.prefix) name = src.name;
+      }
+      name = "'" + name + "'";
+      if (x.seq_length > 0) name += " at " + std::to_string(x.seq_length) + " tokens";
+      why += (why.empty() ? "; " : ", ") + std::string("source ") + name +
+             " is reshuffled: " + "its tables hold " + std::to_string(before) +
+             " epoch(s) under the saved schedule, " + std::to_string(after) +
+             " under the amended one";
+    }
+    if (!why.empty()) {
+      why += " (an amendment may not change how many epochs a source's draws and surplus need)";
+    }
+    return FailedPrecondition("position " + std::to_string(p) + " (saved stage '" + stage +
+                              "') reads another sample" + why);
+  }
+
+  std::string DescribeStageFrom(int64_t b) const override {
+    auto layout = LayoutMixture(options_);
+    std::string stage = "the mixture stage";
+    for (size_t k = 0; layout.ok() && k + 1 < layout->stage_begin.size(); ++k) {
+      if (layout->stage_begin[k] == b) {
+        stage = "mixture schedule: schedule[" + std::to_string(k) + "] ('" +
+                layout->schedule.stages[k].name + "')";
+      }
+    }
+    return stage;
+  }
+
+  // Each source (per stage length) is a stream of its own Megatron tables.
+  bool source_streams() const override { return true; }
+  bool staged() const override { return true; }
+
+  Result<StagePlan> Stages() const override {
+    GRIDFEED_ASSIGN_OR_RETURN(MixtureLayout layout, LayoutMixture(options_));
+    GRIDFEED_ASSIGN_OR_RETURN(ScheduledBlend blend, MixtureBlend(options_, layout));
+    StagePlan plan;
+    for (const auto& st : layout.schedule.stages) plan.names.push_back(st.name);
+    plan.begin = layout.stage_begin;
+    plan.seq_length = layout.stage_seq_length;
+    plan.length = layout.length;
+    plan.run_seq_length = layout.seq_length;
+    auto shared_layout = std::make_shared<const MixtureLayout>(std::move(layout));
+    plan.stage_at = [shared_layout](int64_t position) { return shared_layout->StageAt(position); };
+    auto shared_blend = std::make_shared<const ScheduledBlend>(std::move(blend));
+    plan.cumulative_target = [shared_blend](size_t k, int64_t q) {
+      return CumulativeTarget(shared_blend->segments, k, q);
+    };
+    return plan;
   }
 
   Result<std::unique_ptr<OrderView>> ViewImage(std::span<const std::byte> image) const override {

@@ -58,9 +58,39 @@ Result<SeqLengths> SeqLengthsOf(const config::JobOptions& options, Split split) 
   return out;
 }
 
+std::string Pipeline::StartHistory(int64_t consumed) const {
+  (void)consumed;
+  return {};
+}
+
+std::string Pipeline::ResumedHistory(const std::string& saved_history,
+                                     const std::string& saved_canonical, int64_t resumed_at,
+                                     bool amended) const {
+  (void)saved_history, (void)saved_canonical, (void)resumed_at, (void)amended;
+  return {};
+}
+
+Status Pipeline::SamePast(const config::JobOptions& before, std::span<const std::byte> image,
+                          int64_t consumed) const {
+  (void)before, (void)image, (void)consumed;
+  return FailedPrecondition("this data order cannot be resumed under an amended schedule");
+}
+
+std::string Pipeline::DescribeStageFrom(int64_t position) const {
+  return "the stage from sample " + std::to_string(position);
+}
+
+Result<StagePlan> Pipeline::Stages() const {
+  return FailedPrecondition("this data order has no stages");
+}
+
 Result<std::unique_ptr<Pipeline>> Pipeline::For(const config::JobOptions& options) {
   if (options.data.is_sft()) return sft::MakeSftPipeline(options);
-  if (options.data.is_olmo()) return MakeOlmoPipeline(options);
+  if (options.data.is_olmo()) {
+    std::unique_ptr<Pipeline> olmo = MakeOlmoPipeline(options);
+    olmo->cursor_bounded_by_split_ = false;  // sized for --train-iters (olmo_pipeline.h)
+    return olmo;
+  }
   if (options.data.is_mixture()) return MakeMixturePipeline(options);
   return MakeMegatronPipeline(options.data);
 }

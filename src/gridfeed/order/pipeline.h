@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -50,6 +51,21 @@ struct SeqLengths {
 // Of `split` (only the train split has stages). InvalidArgument as the pipeline's layout would
 // give it (e.g. a bad schedule).
 Result<SeqLengths> SeqLengthsOf(const config::JobOptions& options, Split split = Split::kTrain);
+
+// A scheduled order's stages along the train split and its targets, as an audit's accounting
+// needs them (Pipeline::Stages). The functions hold what they need (no reference to the
+// pipeline); pure, so thread safe.
+struct StagePlan {
+  std::vector<std::string> names;   // per stage
+  std::vector<int64_t> begin;       // first position of each stage, then the order's length
+  std::vector<int64_t> seq_length;  // tokens per sample of each stage
+  int64_t length = 0;               // positions of the order
+  int64_t run_seq_length = 0;       // the run's --seq-length
+  // The stage holding `position` (the last stage for position >= length).
+  std::function<int(int64_t)> stage_at;
+  // The schedule's cumulative target of source k: target samples among positions [0, q).
+  std::function<double(size_t, int64_t)> cumulative_target;
+};
 
 // Where one packed micro-batch goes on one CP rank (OrderView::ReadPacked): the sequence
 // fields flattened to one row of mbs x S / cp elements (null = not wanted on this stage), the
@@ -153,6 +169,59 @@ class Pipeline {
   virtual Result<std::unique_ptr<OrderView>> ViewImage(std::span<const std::byte> image) const = 0;
   // Whether its views are packed() (every rank knows it, readers or not).
   virtual bool packed() const { return false; }
+
+  // Resume and amendment policy. Called by the feeder (feed/) while it opens: amendable(),
+  // StartHistory() and DescribeStageFrom() on every rank, cursor_bounded_by_split(),
+  // ResumedHistory() and SamePast() on world rank 0 only (the feeder broadcasts what rank 0
+  // decides). None is collective; all are const and thread safe. The defaults are an order
+  // without a schedule history, which no amendment can change.
+
+  // Whether the order keeps a schedule history in its checkpoints and may resume under an
+  // amended schedule (checkpoint/resume_policy.h): then its token store digests are salted with
+  // the canonical text without the schedule (checkpoint::WithoutScheduleText), so an amended
+  // resume can compare them, and the history is broadcast from world rank 0 after a resume.
+  virtual bool amendable() const { return false; }
+  // The schedule history (JSON text, checkpoint::Cursor::schedule_history) of a run that starts
+  // at `consumed` without a checkpoint; empty: the order has none.
+  virtual std::string StartHistory(int64_t consumed) const;
+  // The history after resuming at `resumed_at` from a checkpoint holding `saved_history` and
+  // `saved_canonical` (its canonical text), accepted by checkpoint::CheckResume; `amended`:
+  // accepted under another schedule (the order then logs that it was). Empty: none.
+  virtual std::string ResumedHistory(const std::string& saved_history,
+                                     const std::string& saved_canonical, int64_t resumed_at,
+                                     bool amended) const;
+  // Whether the order `before` (the saved run's options, this run's geometry) reads what
+  // `image` (this pipeline's image of this run's tables) reads at positions [0, consumed):
+  // Ok, or FailedPrecondition naming the first position that differs and why. Builds the saved
+  // order's tables in process. The default (an order that cannot be amended) refuses.
+  virtual Status SamePast(const config::JobOptions& before, std::span<const std::byte> image,
+                          int64_t consumed) const;
+  // Whether no run can have consumed more than the split's length (the sampler stops at its
+  // end), so a checkpoint's cursor past it is refused; OLMo's order is sized for --train-iters,
+  // so a later cursor there only means nothing is left to run. --dataloader-type cyclic is the
+  // feeder's own matter.
+  virtual bool cursor_bounded_by_split() const { return cursor_bounded_by_split_; }
+  // Names the stage whose tokens per sample change at `position` (a SeqLengths boundary), for
+  // the feeder's error when no global batch of the run starts there.
+  virtual std::string DescribeStageFrom(int64_t position) const;
+
+  // Accounting. Called by audit/ (offline, one thread); not collective; const and thread safe.
+  // The defaults are an order whose samples come from one top-level order without stages.
+
+  // Whether each source's samples are a stream of its own (SampleRecord::dataset_sample from
+  // 0, per source and seq length) that runs read exactly once up to their cursor, so an audit
+  // proves each stream's samples [0, n) were read once.
+  virtual bool source_streams() const { return false; }
+  // Whether the train split is a schedule of stages with targets (Stages()).
+  virtual bool staged() const { return false; }
+  // The stages and targets of the train split (opens the sources' indexes). The default:
+  // FailedPrecondition (no stages).
+  virtual Result<StagePlan> Stages() const;
+
+ private:
+  // Set by For() for OLMo's order, whose pipeline (olmo_pipeline.h) does not override
+  // cursor_bounded_by_split() itself.
+  bool cursor_bounded_by_split_ = true;
 };
 
 }  // namespace gridfeed::order
