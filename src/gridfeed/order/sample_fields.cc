@@ -226,6 +226,22 @@ void AssembleFields(const io::IndexedDataset& ds, const GptTablesView& t, int64_
   WriteSlice<int64_t>(raw, /*no_last_label=*/false, Ids<int64_t>(o), o, out);
 }
 
+void GatherWindow(const io::IndexedDataset& ds, const GptTablesView& t, int64_t index,
+                  int64_t seq_length, std::vector<int64_t>* window) {
+  SampleOptions o;
+  o.seq_length = seq_length;
+  o.add_extra_token = true;
+  window->resize(static_cast<size_t>(seq_length + 1));
+  int64_t* w = window->data();
+  const int64_t n = Gather(ds, t, t.ShuffleAt(index), o,
+                           [&](const io::TokenSpan& span, int64_t at) { span.CopyTo(w + at); });
+  window->resize(static_cast<size_t>(n));
+}
+
+void WindowFields(const int64_t* window, const SampleOptions& o, const FieldTargets& out) {
+  WriteSlice<int64_t>(window, /*no_last_label=*/false, Ids<int64_t>(o), o, out);
+}
+
 void SliceFields(const Sample& s, int64_t S, const FieldTargets& out) {
   auto copy = [&](const auto& whole, int64_t inner, auto* dst) {
     if (!dst) return;

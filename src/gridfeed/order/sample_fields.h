@@ -41,6 +41,15 @@ void AssembleFields(const io::IndexedDataset& dataset, const GptTablesView& tabl
                     const SampleOptions& options, const FieldTargets& out,
                     AssemblyScratch* scratch);
 
+// The S + 1 tokens sample `index` (before shuffle_index) gathers with one extra token whatever
+// options.add_extra_token says (what GPTFIMDataset reads), widened to int64, never padded: fewer
+// only for a partial last sample. Replaces *window.
+void GatherWindow(const io::IndexedDataset& dataset, const GptTablesView& tables, int64_t index,
+                  int64_t seq_length, std::vector<int64_t>* window);
+// The wanted fields from a given window v of S + 1 tokens (v[i + 1] is input i's label), as
+// AssembleFields computes them from a gathered one (masks and positions before the pad clean-up).
+void WindowFields(const int64_t* window, const SampleOptions& options, const FieldTargets& out);
+
 // Copies the wanted fields of a whole assembled sample into `out` (the path of orders without
 // their own AssembleFields).
 void SliceFields(const Sample& sample, int64_t seq_length, const FieldTargets& out);
