@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "fim_outputs.h"
 #include "gridfeed/config/flags.h"
 #include "gridfeed/core/parse.h"
 #include "gridfeed/io/file_util.h"
@@ -32,6 +33,7 @@ Runner RegisterSamples(CLI::App& app) {
       if (name == order::kSplitNames[i]) split = static_cast<order::Split>(i);
     }
     if (o.data.is_sft()) return WriteSftSamples(o, split, *positions, *out);
+    if (o.data.is_fim()) return WriteFimSamples(o, split, *positions, *out);
     GRIDFEED_ASSIGN_OR_RETURN(auto pipeline, order::Pipeline::For(o));
     GRIDFEED_ASSIGN_OR_RETURN(auto built, pipeline->Build());
     const order::OrderView& view = built->view();

@@ -137,6 +137,39 @@ const std::vector<OptionRow>& Table() {
        {},
        nullptr,
        /*hidden=*/true},
+      // Megatron's FIM (--fim-data): GPT tables, samples in fill-in-the-middle form.
+      {"fim-data", G::kData, C::kUnlessDefault,
+       "Megatron's FIM: GPT samples rearranged into prefix/suffix/middle (needs --tokenizer-model)",
+       GF_FIELD(data.fim_data)},
+      {"fim-rate", G::kData, C::kUnlessDefault, "FIM: probability of a FIM permutation",
+       GF_FIELD(data.fim_rate)},
+      {"fim-spm-rate", G::kData, C::kUnlessDefault, "FIM: probability of SPM (else PSM)",
+       GF_FIELD(data.fim_spm_rate)},
+      {"fim-split-sample", G::kData, C::kUnlessDefault,
+       "FIM: token (spelling) that splits a sample into fragments (empty: none)",
+       GF_FIELD(data.fim_split_sample)},
+      {"fim-fragment-rate", G::kData, C::kUnlessDefault,
+       "FIM: permutation probability of each fragment (-1: none; needed with --fim-split-sample)",
+       GF_FIELD(data.fim_fragment_rate)},
+      {"fim-no-prefix", G::kData, C::kUnlessDefault,
+       "FIM: decoded text starting with this is not permuted (empty: none)",
+       GF_FIELD(data.fim_no_prefix)},
+      {"fim-prefix-token", G::kData, C::kUnlessDefault, "FIM: prefix token",
+       GF_FIELD(data.fim_prefix_token)},
+      {"fim-middle-token", G::kData, C::kUnlessDefault, "FIM: middle token",
+       GF_FIELD(data.fim_middle_token)},
+      {"fim-suffix-token", G::kData, C::kUnlessDefault, "FIM: suffix token",
+       GF_FIELD(data.fim_suffix_token)},
+      {"fim-pad-token", G::kData, C::kUnlessDefault, "FIM: pad token (fills a short result)",
+       GF_FIELD(data.fim_pad_token)},
+      {"fim-eod-token", G::kData, C::kUnlessDefault, "FIM: the token FIM segments documents at",
+       GF_FIELD(data.fim_eod_token)},
+      {"special-tokens", G::kData, C::kUnlessDefault,
+       "Token names the tokenizer counts as special (Megatron's --special-tokens)",
+       GF_FIELD(data.special_tokens)},
+      {"dataloader-inter-document-masking", G::kData, C::kUnlessDefault,
+       "FIM: cu_seqlens/max_seqlen in samples (one sequence of L tokens, as GPTFIMDataset)",
+       GF_FIELD(data.dataloader_inter_document_masking)},
       // Grid.
       {"tensor-model-parallel-size", G::kGrid, C::kNo, "TP size",
        GF_FIELD(grid.tensor_model_parallel_size)},
@@ -397,6 +430,42 @@ Status ValidateSft(const JobOptions& o) {
   return Status::Ok();
 }
 
+// Megatron's FIM: its argument checks (AR) and what GPTFIMDataset needs.
+Status ValidateFim(const JobOptions& o) {
+  const auto& d = o.data;
+  if (d.is_sft() || d.is_olmo() || d.is_mixture()) {
+    return InvalidArgument("--fim-data reads GPT token stores named by --data-path: drop " +
+                           std::string(d.is_sft()    ? "--sft"
+                                       : d.is_olmo() ? "--olmo-paths"
+                                                     : "--mixture-schedule"));
+  }
+  if (d.tokenizer_model.empty()) {
+    return InvalidArgument(
+        "--fim-data needs --tokenizer-model (a folder holding gf_tokenizer.json): FIM decodes "
+        "and re-encodes text");
+  }
+  const std::pair<const char*, double> rates[] = {{"--fim-rate", d.fim_rate},
+                                                  {"--fim-spm-rate", d.fim_spm_rate}};
+  for (const auto& [flag, v] : rates) {
+    if (!(v > 0 && v <= 1)) {
+      return InvalidArgument(std::string(flag) +
+                             " must be nonzero and a probability in (0, 1], got " +
+                             nlohmann::json(v).dump());
+    }
+  }
+  if (!d.fim_split_sample.empty() && !(d.fim_fragment_rate >= 0 && d.fim_fragment_rate <= 1)) {
+    return InvalidArgument(
+        "--fim-split-sample needs --fim-fragment-rate, a probability in [0, 1], got " +
+        nlohmann::json(d.fim_fragment_rate).dump());
+  }
+  if (d.fim_fragment_rate != -1 && !(d.fim_fragment_rate >= 0 && d.fim_fragment_rate <= 1)) {
+    return InvalidArgument(
+        "--fim-fragment-rate must be a probability in [0, 1] (or -1: none), got " +
+        nlohmann::json(d.fim_fragment_rate).dump());
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::span<const OptionRow> OptionTable() { return Table(); }
@@ -490,6 +559,7 @@ Status Validate(const JobOptions& o) {
   GRIDFEED_RETURN_IF_ERROR(Range("seq-length", d.seq_length, 1, int64_t{1} << 40, "in [1, 2^40]"));
   if (d.is_mixture()) GRIDFEED_RETURN_IF_ERROR(ValidateMixture(o));
   if (d.is_sft()) GRIDFEED_RETURN_IF_ERROR(ValidateSft(o));
+  if (d.is_fim()) GRIDFEED_RETURN_IF_ERROR(ValidateFim(o));
   if (d.is_olmo()) {
     GRIDFEED_RETURN_IF_ERROR(ValidateOlmo(o));
   } else if (!d.is_sft()) {  // SFT draws nothing: its seed only names the datasets

@@ -72,6 +72,22 @@ struct DataOptions {
   // --context-parallel-size (DeriveOptions), kept with the data so an audit, which has no grid,
   // packs as the run did. 0 = not derived yet (then the grid's).
   int64_t sft_context_parallel_size = 0;
+  // Megatron's FIM (order/fim/): GPT tables, each sample rearranged into fill-in-the-middle
+  // form on decoded text (--tokenizer-model, --special-tokens); Megatron's flags and defaults.
+  bool fim_data = false;
+  double fim_rate = 0.5;
+  double fim_spm_rate = 0.5;
+  std::string fim_split_sample;   // a token's spelling; empty = none
+  double fim_fragment_rate = -1;  // -1 = none (required with fim_split_sample)
+  std::string fim_no_prefix;      // empty = none
+  std::string fim_prefix_token = "<fim_prefix>";
+  std::string fim_middle_token = "<fim_middle>";
+  std::string fim_suffix_token = "<fim_suffix>";
+  std::string fim_pad_token = "<fim_pad>";
+  std::string fim_eod_token = "<|endoftext|>";
+  std::vector<std::string> special_tokens;         // Megatron's --special-tokens
+  bool dataloader_inter_document_masking = false;  // FIM: cu_seqlens [0, L], max_seqlen L
+  bool is_fim() const { return fim_data; }
   bool is_sft() const { return sft; }
   bool is_olmo() const { return !olmo_paths.empty(); }
   bool is_mixture() const { return !mixture_schedule.empty(); }

@@ -1,0 +1,66 @@
+// Megatron's GPTFIMDataset for `gridfeed samples --fim-data`: GPTDataset's index tables (built
+// as BlendedMegatronDatasetBuilder builds them), each fetched sample's L + 1 token window
+// rearranged by FimTransform (fim_transform.h) and then assembled into GPT fields from the
+// result (masks with the tokenizer's eod, pad handling with the tokenizer's pad).
+//
+// Random stream: like Megatron, one numpy RandomState(--seed) per mid-level dataset object,
+// created fresh when this object is opened and advanced by every Read of a position it serves,
+// in call order. Reading positions in Megatron's fetch order therefore reproduces its items;
+// reading a position twice gives the second fetch's result. Not thread safe.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <vector>
+
+#include "gridfeed/config/options.h"
+#include "gridfeed/core/status.h"
+#include "gridfeed/io/text_tokenizer.h"
+#include "gridfeed/order/dataset_builder.h"
+#include "gridfeed/order/fim/fim_transform.h"
+#include "gridfeed/order/sample.h"
+#include "gridfeed/order/split.h"
+#include "gridfeed/order/table_view.h"
+
+namespace gridfeed::order::fim {
+
+struct FimSource {
+  int dataset = 0;              // the blend source (mid-level dataset)
+  int64_t sample = 0;           // position in that source
+  std::vector<int64_t> window;  // the L + 1 tokens before FIM
+};
+
+class FimDataset {
+ public:
+  // Loads --tokenizer-model with --special-tokens, resolves the FIM token ids and builds the
+  // tables. InvalidArgument names the flag of a token the tokenizer does not have.
+  static Result<std::unique_ptr<FimDataset>> Open(const config::JobOptions& o);
+
+  int64_t length(Split split) const;
+  bool is_blend(Split split) const;
+  int64_t seq_length() const { return sample_options_.seq_length; }
+  const SampleOptions& sample_options() const { return sample_options_; }
+  const io::TextTokenizer& tokenizer() const { return *tokenizer_; }
+  // The FIM ids of a split's source (the same for every source: one tokenizer).
+  const FimConfig& fim_config() const { return fim_; }
+
+  // The next fetch of top-level position p of `split` (REQUIRES 0 <= p < length(split)):
+  // tokens, labels, loss_mask, position_ids, attention_mask (with --create-attention-mask),
+  // cu_seqlens/max_seqlen (with --dataloader-inter-document-masking). `trace`, if given,
+  // receives this fetch's draws.
+  Status Read(Split split, int64_t p, Sample* out, FimSource* source,
+              std::vector<FimDraw>* trace = nullptr);
+
+ private:
+  FimDataset() = default;
+  std::unique_ptr<io::TextTokenizer> tokenizer_;
+  BuiltDatasets built_;
+  TableView view_;
+  SampleOptions sample_options_;
+  FimConfig fim_;
+  bool inter_document_masking_ = false;
+  uint32_t seed_ = 0;
+  std::array<std::vector<std::unique_ptr<FimRandom>>, 3> streams_;  // per split, per source
+};
+
+}  // namespace gridfeed::order::fim

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# `gridfeed samples --fim-data` against every case and split of a FIM golden set (Megatron's
+# GPTFIMDataset items, fetched in fetch_order from one fresh dataset): every items/ array in
+# name, dtype, shape and value (loss_mask_without_cache_leak in place of loss_mask where Megatron's
+# mask cache leaked; rng_trace.jsonl is checked by fim_golden_test), then wrong inputs refused.
+# Usage: fim_golden_test.sh GRIDFEED GOLDEN_DIR  (a hidden set in the same layout works too)
+set -euo pipefail
+GRIDFEED=$(realpath "$1")
+GOLDEN=$(realpath "$2")
+FLAGS=$(realpath "$(dirname "$0")/fim_golden_flags.py")
+WORK=$(mktemp -d /tmp/gridfeed_fim.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+cd "$GOLDEN"   # data and tokenizer paths are relative, as Megatron saw them
+
+COMPARE=$(cat <<'PY'
+import os, sys
+import numpy as np
+golden, ours = sys.argv[1], sys.argv[2]
+def same(a, b):
+    x, y = np.load(a), np.load(b)
+    assert x.dtype == y.dtype, (a, x.dtype, y.dtype)
+    assert x.shape == y.shape, (a, x.shape, y.shape)
+    if not np.array_equal(x, y):
+        bad = np.argwhere(x != y)[:3].tolist()
+        raise AssertionError(f"{a}: values differ, first at {bad}")
+files = sorted(f for f in os.listdir(golden) if f.endswith(".npy"))
+have = sorted(f for f in os.listdir(ours) if f.endswith(".npy"))
+pairs = []  # (golden file, our file)
+for f in files:
+    if f in ("loss_mask.npy", "loss_mask_without_cache_leak.npy", "fetch_order.npy"):
+        continue
+    if f == "window_before_fim.npy" and f not in have:
+        continue  # a debug aid, not part of the contract
+    pairs.append((f, f))
+leak = "loss_mask_without_cache_leak.npy"
+pairs.append((leak if leak in files else "loss_mask.npy", "loss_mask.npy"))
+pairs.append(("fetch_order.npy", "items_index.npy"))
+extra = set(have) - {o for _, o in pairs} - {"window_before_fim.npy"}
+assert not extra, ("files Megatron does not write", sorted(extra))
+for g, o in pairs:
+    assert o in have, ("missing", o)
+    same(os.path.join(golden, g), os.path.join(ours, o))
+print("items ok:", len(pairs), "arrays")
+PY
+)
+
+cases=0
+for case_dir in "$GOLDEN"/cases/*/; do
+  case_dir=${case_dir%/}
+  name=$(basename "$case_dir")
+  mapfile -t flags < <(/usr/bin/python3 "$FLAGS" "$case_dir")
+  for split in train valid test; do
+    items="$case_dir/$split/items"
+    [ -f "$items/fetch_order.npy" ] || continue
+    pos=$(/usr/bin/python3 -c "import numpy as np,sys; print(','.join(map(str, np.load(sys.argv[1]))))" \
+      "$items/fetch_order.npy")
+    "$GRIDFEED" samples "${flags[@]}" --split-name "$split" --positions "$pos" \
+      --out "$WORK/$name/$split" > /dev/null 2> "$WORK/err" \
+      || { cat "$WORK/err"; echo "FAIL: gridfeed samples --fim-data, case $name split $split"; exit 1; }
+    /usr/bin/python3 -c "$COMPARE" "$items" "$WORK/$name/$split" \
+      || { echo "FAIL: case $name split $split"; exit 1; }
+    cases=$((cases + 1))
+  done
+done
+[ "$cases" -ge 1 ] || { echo "FAIL: no case with items under $GOLDEN/cases"; exit 1; }
+
+# Wrong inputs: an error naming what to change, never a crash or an empty result. These use
+# the visible set's corpus and tokenizer; a set without them skips this part.
+if [ -f corpora/fim_u16.idx ] && [ -d tokenizers/u16_pairs ]; then
+  expect_error() {  # message fragment, flags...
+    local want=$1; shift
+    if "$GRIDFEED" "$@" > "$WORK/err" 2>&1; then echo "FAIL: accepted: $*"; exit 1; fi
+    grep -qF -- "$want" "$WORK/err" || { cat "$WORK/err"; echo "FAIL: no '$want' for: $*"; exit 1; }
+  }
+  base=(samples --fim-data --data-path corpora/fim_u16 --split 100,0,0 --train-samples 8
+        --valid-samples 0 --test-samples 0 --seq-length 64 --out "$WORK/e")
+  tok=(--tokenizer-model tokenizers/u16_pairs --special-tokens "<fim_prefix>" "<fim_middle>"
+       "<fim_suffix>" "<fim_pad>" "<file_sep>")
+  expect_error "--tokenizer-model" "${base[@]}" --positions 0
+  expect_error "--fim-rate" "${base[@]}" "${tok[@]}" --fim-rate 0 --positions 0
+  expect_error "--fim-spm-rate" "${base[@]}" "${tok[@]}" --fim-spm-rate 0 --positions 0
+  expect_error "--fim-fragment-rate" "${base[@]}" "${tok[@]}" --fim-split-sample "Ā" --positions 0
+  expect_error "--fim-prefix-token" "${base[@]}" "${tok[@]}" --fim-prefix-token "<nope>" --positions 0
+  expect_error "--fim-eod-token" "${base[@]}" "${tok[@]}" --fim-eod-token "<nope>" --positions 0
+  expect_error "--sft" "${base[@]}" "${tok[@]}" --sft --positions 0
+  expect_error "beyond the split" "${base[@]}" "${tok[@]}" --positions 100000
+  echo "fim errors: 8 wrong inputs refused with the flag named"
+fi
+echo "fim golden: $cases case splits equal"
