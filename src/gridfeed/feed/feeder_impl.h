@@ -1,0 +1,110 @@
+// Internal to feed/: the Feeder's state and its phases (Feeder::Impl), shared by the files that
+// implement them: feeder_startup.cc (Open's phases from agreeing on the options to the device
+// path), feeder_resume.cc (the checkpoint cursor: resume and save), feeder_read.cc (prefetch,
+// assembly and Next) and feeder.cc (construction and accessors). Nothing outside feed/ includes
+// it; the public API is feeder.h.
+#pragma once
+
+#include <mpi.h>
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gridfeed/checkpoint/cursor.h"
+#include "gridfeed/device/tp_broadcast.h"
+#include "gridfeed/feed/feeder.h"
+#include "gridfeed/feed/payload.h"
+#include "gridfeed/order/pipeline.h"
+#include "gridfeed/order/read_schedule.h"
+#include "gridfeed/parallel/grid.h"
+#include "gridfeed/parallel/shared_image.h"
+
+namespace gridfeed::feed {
+
+struct Feeder::Impl {
+  FeederOptions options;
+  order::Split split = order::Split::kTrain;
+  std::unique_ptr<parallel::Grid> grid;
+  std::unique_ptr<order::Pipeline> pipeline;
+  std::unique_ptr<parallel::SharedImage> image;
+  std::unique_ptr<order::OrderView> view;  // readers only
+  std::unique_ptr<order::ReadSchedule> schedule;
+  std::unique_ptr<device::TpBroadcast> device_bcast;
+  PayloadLayout layout;           // at the run's longest seq length (buffers are this size)
+  order::SeqLengths seq_lengths;  // tokens per sample along the split (every rank)
+  std::string canonical, fingerprint;
+  std::string store_facts;       // rank 0's token store facts (order::EncodeFacts)
+  std::string schedule_history;  // amendable orders: checkpoint::Cursor's (every rank)
+  StartupTimes startup;
+  int64_t split_length = 0;
+  int64_t resumed_iteration = 0;
+  int64_t consumed = 0;   // global samples after the last Next()
+  int64_t next_step = 0;  // micro-batch steps handed out so far
+
+  // Prefetch (readers only): packed payloads of steps [handed, produced).
+  std::thread worker;
+  std::mutex mu;
+  std::condition_variable cv;
+  struct Prefetched {
+    // A read error of this step (then the thread has stopped and nothing follows).
+    Status status;
+    std::vector<std::byte> payload;
+    std::vector<order::SampleRecord> records;
+  };
+  std::deque<Prefetched> ready;
+  bool keeps_records = false;  // first-stage reader of CP rank 0
+  bool stop = false;
+  // The first error Next() returned (read error, TP broadcast): every later Next() returns it
+  // (the prefetch thread has stopped, so nothing else would come).
+  Status failed;
+
+  // The phases of Open, in order; each is collective on the world and returns the same status
+  // on every rank.
+  Status AgreeOnOptions(MPI_Comm comm);
+  Status CreateGrid(MPI_Comm comm);
+  Status BuildAndShareTables();
+  Status OpenTokenStores();
+  // This reader opens its node leader's very files (so the leader checks them in full).
+  bool same_files_as_node_leader = false;
+  Status CheckTokenStores();
+  Status Resume();
+  // Rank 0: whether the saved order (recomputed from its canonical text) reads what this run's
+  // tables read before the saved cursor (the pipeline's SamePast).
+  Status SamePast(const checkpoint::Cursor& saved) const;
+  Status PlanSchedule();
+  Status OpenDevicePath();
+  void StartPrefetch();
+
+  // Assembles the payload of one step on a reader; the first read error.
+  Status AssemblePacked(const order::StepBatch& batch, const PayloadLayout& at,
+                        std::vector<std::byte>* out,
+                        std::vector<order::SampleRecord>* records) const;
+  Status Assemble(const order::StepBatch& batch, std::vector<std::byte>* out,
+                  std::vector<order::SampleRecord>* records, order::AssemblyScratch* scratch) const;
+  // Runs on the prefetch thread (never reads next_step, which the trainer's thread advances).
+  void Prefetch();
+  Prefetched Take();
+  // Collective on the TP group (none with TP 1): TP rank 0's read status, status first, so a
+  // reader's read error reaches its peers instead of data. Returns it (sticky in `failed`).
+  Status ShareReadStatus(Status* read);
+
+  // Stops and joins the prefetch thread (local; idempotent).
+  void StopPrefetch() {
+    if (worker.joinable()) {
+      {
+        std::lock_guard lock(mu);
+        stop = true;
+      }
+      cv.notify_all();
+      worker.join();
+    }
+  }
+  ~Impl() { StopPrefetch(); }
+};
+
+}  // namespace gridfeed::feed

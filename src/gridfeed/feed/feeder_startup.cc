@@ -1,0 +1,329 @@
+// Feeder::Open and its phases up to the first micro-batch: agreeing on the options, the grid,
+// building and sharing the tables, opening and checking the token stores, planning the read
+// schedule and the device path (the resume phase is feeder_resume.cc).
+#include <xxhash.h>
+
+#include <cstdlib>
+#include <exception>
+#include <new>
+
+#include "gridfeed/checkpoint/resume_policy.h"
+#include "gridfeed/config/canonical.h"
+#include "gridfeed/core/log.h"
+#include "gridfeed/core/stopwatch.h"
+#include "gridfeed/device/probe.h"
+#include "gridfeed/feed/feeder_impl.h"
+#include "gridfeed/io/file_util.h"
+#include "gridfeed/parallel/agree.h"
+
+namespace gridfeed::feed {
+
+namespace {
+
+order::Split SplitOf(const FeederOptions& o) {
+  if (o.feed.split_name == "valid") return order::Split::kValid;
+  if (o.feed.split_name == "test") return order::Split::kTest;
+  return order::Split::kTrain;
+}
+
+}  // namespace
+
+// The fingerprint of every option is agreed first, so every later decision is the same on every
+// rank; then the options are checked against the world (the same verdict everywhere).
+Status Feeder::Impl::AgreeOnOptions(MPI_Comm comm) {
+  MPI_Comm dup;
+  MPI_Comm_dup(comm, &dup);
+  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+  int world_size = 0;
+  MPI_Comm_size(dup, &world_size);
+  int rank = 0;
+  MPI_Comm_rank(dup, &rank);
+  // Rank 0's options are the reference; a rank that differs names the first differing option.
+  std::string reference = config::AgreementText(options);
+  Status same = parallel::BroadcastString(dup, 0, &reference);
+  if (same.ok()) {
+    Status local;
+    const std::string change = config::DescribeDifference(reference, options);
+    if (!change.empty()) {
+      local = FailedPrecondition("options differ from rank 0's: " + change +
+                                 "; every rank must get the same options");
+    }
+    same = parallel::AgreeOnStatus(dup, local, rank);
+  }
+  MPI_Comm_free(&dup);
+  GRIDFEED_RETURN_IF_ERROR(same);
+  GRIDFEED_ASSIGN_OR_RETURN(const int64_t dp, config::ValidateGrid(options, world_size));
+  options.grid.data_parallel_size = dp;
+  // OLMo's chunks of a device batch as micro-batches of one size (config/olmo_yaml.h).
+  options.batch.micro_batch_size = config::FeederMicroBatchSize(options, dp);
+  if (options.batch.global_batch_size == 0) {
+    options.batch.global_batch_size = options.batch.micro_batch_size * dp;
+  }
+  split = SplitOf(options);
+  return Status::Ok();
+}
+
+Status Feeder::Impl::CreateGrid(MPI_Comm comm) {
+  parallel::GridSizes sizes;
+  sizes.tensor_model_parallel_size = static_cast<int>(options.grid.tensor_model_parallel_size);
+  sizes.pipeline_model_parallel_size = static_cast<int>(options.grid.pipeline_model_parallel_size);
+  sizes.context_parallel_size = static_cast<int>(options.grid.context_parallel_size);
+  sizes.rank_order = options.grid.rank_order;
+  GRIDFEED_ASSIGN_OR_RETURN(grid, parallel::Grid::Create(comm, sizes));
+  return Status::Ok();
+}
+
+// World rank 0 builds through the pipeline and writes the image into its shared window; every
+// reader views the image it received. The canonical text (options + data facts) follows.
+Status Feeder::Impl::BuildAndShareTables() {
+  const parallel::Grid& g = *grid;
+  GRIDFEED_ASSIGN_OR_RETURN(pipeline, order::Pipeline::For(options));
+  int64_t length = 0;
+  auto build = [&]() -> Result<parallel::ImageProducer> {
+    GRIDFEED_ASSIGN_OR_RETURN(auto built, pipeline->Build());
+    length = built->view().length(split);
+    if (length == 0) {
+      return FailedPrecondition("the " + options.feed.split_name +
+                                " split is empty with this --split");
+    }
+    canonical = config::CanonicalText(options.data, built->DataFacts());
+    std::shared_ptr<order::ImageWriter> writer = built->TakeImage();
+    return parallel::ImageProducer{writer->size(),
+                                   [writer](std::byte* dst) { writer->WriteTo(dst); }};
+  };
+  // Rank 0's failures, allocation included, must reach the status header: the other ranks
+  // are waiting for it.
+  auto make = [&]() -> Result<parallel::ImageProducer> {
+    try {
+      return build();
+    } catch (const std::bad_alloc&) {
+      return Internal("out of memory while building the tables");
+    } catch (const std::exception& e) {
+      return Internal(std::string("while building the tables: ") + e.what());
+    }
+  };
+  parallel::DistributeTimes times;
+  parallel::NodeSplit nodes;
+  nodes.ranks_per_node = static_cast<int>(options.feed.testing_ranks_per_node);
+  nodes.corrupt_node = static_cast<int>(options.feed.testing_corrupt_image_node);
+  GRIDFEED_ASSIGN_OR_RETURN(
+      image, parallel::SharedImage::Distribute(g, make, order::ImageDigest, &times, nodes));
+  startup.build_seconds = times.build_seconds;
+  startup.broadcast_seconds = times.broadcast_seconds;
+  GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(g.world(), 0, &canonical));
+  fingerprint = config::FingerprintOf(canonical);
+  // Non-readers hold no tables but plan the same schedule: they learn the split's length.
+  GRIDFEED_RETURN_IF_ERROR(parallel::MpiStatus(MPI_Bcast(&length, 1, MPI_INT64_T, 0, g.world()),
+                                               "MPI_Bcast(split length)"));
+  split_length = length;
+  Status viewed;
+  if (g.is_reader()) {
+    auto v = pipeline->ViewImage(image->bytes());
+    if (v.ok()) {
+      view = std::move(v).value();
+    } else {
+      viewed = v.status();
+    }
+  }
+  return parallel::AgreeOnStatus(g.world(), viewed, g.world_rank());
+}
+
+// Readers open the token stores; a failure anywhere is the same error everywhere. A reader
+// whose files are its node leader's very files (device, inode, size, mtime) leaves the
+// per-element checks to the leader, which makes them at the same time.
+Status Feeder::Impl::OpenTokenStores() {
+  const parallel::Grid& g = *grid;
+  Stopwatch watch;
+  Status opened;
+  if (g.is_reader()) {
+    MPI_Comm node = image->node_comm();
+    int node_rank = 0;
+    MPI_Comm_rank(node, &node_rank);
+    std::string identity;  // empty when a file cannot be stat'ed: then checked here in full
+    for (const auto& file : view->TokenFiles()) {
+      auto id = io::FileIdentity(file);
+      if (!id.ok()) {
+        identity.clear();
+        break;
+      }
+      identity += *id + "\n";
+    }
+    std::string leader_identity = identity;
+    GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(node, 0, &leader_identity));
+    same_files_as_node_leader = node_rank != 0 && !identity.empty() && identity == leader_identity;
+    if (g.world_rank() == options.feed.testing_fail_open_rank) {
+      opened =
+          NotFound("cannot open '" + view->token_stores().front() + ".bin' (injected by test)");
+    } else {
+      opened = view->OpenTokenStores(same_files_as_node_leader);
+    }
+  }
+  GRIDFEED_RETURN_IF_ERROR(parallel::AgreeOnStatus(g.world(), opened, g.world_rank()));
+  startup.open_seconds = watch.Seconds();
+  return Status::Ok();
+}
+
+// Every reader proves it reads the same data as rank 0 (node-local copies are common): index
+// digest, data size and a digest of data blocks sampled at offsets derived from the
+// fingerprint. A difference on any reader is the same error everywhere, naming rank and store.
+// On a node, the leader computes the facts; a peer whose files are the leader's very files
+// takes them, any other computes its own.
+Status Feeder::Impl::CheckTokenStores() {
+  const parallel::Grid& g = *grid;
+  // An amendable order's digests do not depend on its schedule, so an amended resume can
+  // compare them.
+  const std::string salted =
+      pipeline->amendable() ? checkpoint::WithoutScheduleText(canonical) : fingerprint;
+  const uint64_t salt = XXH3_64bits(salted.data(), salted.size());
+  std::vector<order::StoreFacts> mine;
+  if (g.is_reader()) {
+    if (!same_files_as_node_leader) mine = view->TokenStoreFacts(salt);
+    std::string leader_facts = order::EncodeFacts(mine);
+    GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(image->node_comm(), 0, &leader_facts));
+    if (same_files_as_node_leader) mine = order::DecodeFacts(leader_facts);
+  }
+  std::string reference = order::EncodeFacts(mine);  // rank 0 is a reader
+  GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(g.world(), 0, &reference));
+  store_facts = reference;
+  Status local;
+  if (g.is_reader()) {
+    const std::string change = order::DescribeFactsDifference(mine, order::DecodeFacts(reference));
+    if (!change.empty()) {
+      local = DataLoss(change + "; every reader must see the same token files as rank 0");
+    }
+  }
+  return parallel::AgreeOnStatus(g.world(), local, g.world_rank());
+}
+
+// Every rank plans the same schedule from the same numbers (no communication).
+Status Feeder::Impl::PlanSchedule() {
+  const parallel::Grid& g = *grid;
+  order::ScheduleOptions s;
+  GRIDFEED_ASSIGN_OR_RETURN(s.type, order::ParseDataloaderType(options.data.dataloader_type));
+  s.total_samples = split_length;
+  s.micro_batch_size = options.batch.micro_batch_size;
+  s.dp_size = g.dp_size();
+  s.global_batch_size = options.batch.global_batch_size;
+  s.start_consumed = consumed;
+  s.start_iteration = options.resume.resume_from.empty() ? -1 : resumed_iteration;
+  s.data_sharding = !options.data.no_data_sharding;
+  GRIDFEED_ASSIGN_OR_RETURN(auto planned, order::ReadSchedule::Create(s));
+  schedule = std::make_unique<order::ReadSchedule>(std::move(planned));
+  seq_lengths.begin = {0};
+  seq_lengths.length = {options.data.seq_length};
+  if (split == order::Split::kTrain) {
+    GRIDFEED_ASSIGN_OR_RETURN(seq_lengths, order::SeqLengthsOf(options));
+  }
+  // A micro-batch has one shape: a change of length must fall between this run's global batches
+  // (those it reads from `consumed` on; a boundary already passed does not matter).
+  const int64_t gbs = schedule->micro_batches_per_iteration() * s.micro_batch_size * s.dp_size;
+  for (size_t i = 1; i < seq_lengths.begin.size(); ++i) {
+    const int64_t b = seq_lengths.begin[i];
+    if (b <= consumed || (b - consumed) % gbs == 0) continue;
+    const std::string stage = pipeline->DescribeStageFrom(b);
+    return InvalidArgument(
+        stage + " reads " + std::to_string(seq_lengths.length[i]) + " tokens per sample from " +
+        "sample " + std::to_string(b) + ", where none of this run's global batches starts (" +
+        std::to_string(gbs) + " samples each from sample " + std::to_string(consumed) +
+        "): a micro-batch would mix two lengths; make the stages before it a multiple of the " +
+        "global batch size");
+  }
+  layout =
+      PayloadLayout(options.batch.micro_batch_size, seq_lengths.max(), g.cp_size(), g.first_stage(),
+                    g.last_stage(), options.data.create_attention_mask, pipeline->packed());
+  return Status::Ok();
+}
+
+// Collective on the world: every rank makes the same two agreements; ranks of stages that
+// receive data also set up their TP group's NCCL communicator (or, with
+// --testing-device-loopback, the host twin over the TP communicator) in between.
+Status Feeder::Impl::OpenDevicePath() {
+  const parallel::Grid& g = *grid;
+  const bool receives = layout.has_inputs || layout.has_targets;
+  const bool loopback = options.feed.testing_device_loopback;
+  const auto probe = device::Probe();
+  Status local;
+  if (!receives || loopback) {
+    // Middle pipeline stages receive nothing and need no GPU for gridfeed; the loopback twin
+    // needs none either.
+  } else if (!probe.compiled_with_nccl) {
+    local = FailedPrecondition("device broadcast asked for, but gridfeed was built without NCCL");
+  } else if (probe.device_count == 0) {
+    local = FailedPrecondition("device broadcast asked for, but no GPU is usable (" +
+                               probe.cuda_status + ")");
+  }
+  GRIDFEED_RETURN_IF_ERROR(parallel::AgreeOnStatus(g.world(), local, g.world_rank()));
+  if (!receives) return parallel::AgreeOnStatus(g.world(), Status(), g.world_rank());
+  if (loopback) {
+    MPI_Comm tp = g.tp_comm();  // the grid outlives device_bcast (declared before it)
+    device_bcast = device::TpBroadcast::CreateLoopback(
+        g.tp_rank(), layout.total_bytes, [tp](std::byte* data, size_t bytes) {
+          return parallel::BroadcastBytes(tp, 0, std::span<std::byte>(data, bytes));
+        });
+    return parallel::AgreeOnStatus(g.world(), Status(), g.world_rank());
+  }
+  // From here on a failure in one TP group must not skip the final world agreement (other
+  // groups would wait in it forever), so errors are carried, not returned.
+  std::vector<std::byte> id(device::kGroupIdBytes);
+  Status made;
+  if (g.tp_rank() == 0) {
+    auto r = device::TpBroadcast::NewGroupId();
+    if (r.ok() && r->size() == id.size()) {
+      id = *r;
+    } else {
+      made = r.ok() ? Internal("NCCL group id of unexpected size") : r.status();
+    }
+  }
+  Status st = parallel::BroadcastStatus(g.tp_comm(), 0, made);
+  if (st.ok()) st = parallel::BroadcastBytes(g.tp_comm(), 0, id);
+  if (st.ok()) {
+    // One GPU per rank on a node: the rank's index among the node's ranks (from the launcher).
+    int local_rank = 0;
+    for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"}) {
+      if (const char* e = std::getenv(v)) {
+        local_rank = std::atoi(e);
+        break;
+      }
+    }
+    auto b = device::TpBroadcast::Create(id.data(), id.size(), g.tp_rank(), g.tp_size(),
+                                         local_rank % std::max(1, probe.device_count),
+                                         layout.total_bytes);
+    if (b.ok()) {
+      device_bcast = std::move(b).value();
+    } else {
+      st = b.status();
+    }
+  }
+  return parallel::AgreeOnStatus(g.world(), st, g.world_rank());
+}
+
+Result<std::unique_ptr<Feeder>> Feeder::Open(const FeederOptions& options, MPI_Comm comm) {
+  auto im = std::make_unique<Impl>();
+  im->options = options;
+  // Each phase's time on rank 0 at DEBUG level (GRIDFEED_LOG_LEVEL=DEBUG): where start-up goes.
+  Stopwatch phase;
+  auto done = [&phase](const char* name) {
+    if (log::Enabled(log::Level::kDebug)) {
+      log::Debug(std::string("start-up phase ") + name + ": " + std::to_string(phase.Lap()) + " s");
+    }
+  };
+  GRIDFEED_RETURN_IF_ERROR(im->AgreeOnOptions(comm));
+  done("agree on options");
+  GRIDFEED_RETURN_IF_ERROR(im->CreateGrid(comm));
+  done("create grid");
+  GRIDFEED_RETURN_IF_ERROR(im->BuildAndShareTables());
+  done("build and share tables");
+  GRIDFEED_RETURN_IF_ERROR(im->OpenTokenStores());
+  done("open token stores");
+  GRIDFEED_RETURN_IF_ERROR(im->CheckTokenStores());
+  done("check token stores");
+  GRIDFEED_RETURN_IF_ERROR(im->Resume());
+  done("resume");
+  GRIDFEED_RETURN_IF_ERROR(im->PlanSchedule());
+  done("plan schedule");
+  if (options.feed.device_broadcast) GRIDFEED_RETURN_IF_ERROR(im->OpenDevicePath());
+  im->StartPrefetch();
+  return std::unique_ptr<Feeder>(new Feeder(std::move(im)));
+}
+
+}  // namespace gridfeed::feed
