@@ -4,6 +4,11 @@
 // TP and CP: weights replicated; the trainer checks that TP peers got identical micro-batches
 // and reassembles the CP ranks' zigzag chunks into the full sequence. Checkpoints hold the
 // model and optimizer (libtorch) and gridfeed's HDF5 cursor; --load resumes exactly.
+// Packed micro-batches (--sft): one flattened row of micro_batch_size x seq_length tokens whose
+// documents cu_seqlens delimits; attention is causal within each document only, the loss the
+// loss_mask-weighted mean (labels -100 clamped and masked out first). At CP > 1 each rank holds
+// the THD slice (every sequence cut into 2 x CP chunks, rank r keeping chunks r and 2CP-1-r);
+// the trainer reassembles the whole row from the CP ranks, as it does the zigzag chunks.
 #include <mpi.h>
 #include <torch/torch.h>
 #include <xxhash.h>
@@ -23,6 +28,7 @@
 #include "gridfeed/feed/payload.h"
 #include "gridfeed/feed/run_length.h"
 #include "gridfeed/io/file_util.h"
+#include "gridfeed/order/sft/thd.h"
 #include "gridfeed/parallel/agree.h"
 #include "model.h"
 
@@ -33,6 +39,9 @@ namespace {
 struct Args {
   std::string save_dir, load_dir, loss_log;
   int64_t kill_after_step = -1;  // tests only: SIGKILL world rank 1 once this step is saved
+  // Tests only (one pipeline stage): every document of a packed row gives the logits it gives
+  // alone, i.e. attention never crosses a cu_seqlens boundary.
+  bool check_documents = false;
   double lr = 1e-3;
   int64_t layers = 2, d_model = 128;
 };
@@ -77,8 +86,76 @@ torch::Tensor Reassemble(const torch::Tensor& local, const parallel::Grid& g) {
   return torch::cat(pieces, 1);
 }
 
+// A packed row: [1, total/cp] THD slice of every CP rank -> [1, total], each rank's values put
+// back at the positions thd_get_partitioned_indices gives it.
+torch::Tensor ReassembleThd(const torch::Tensor& local, const std::vector<int32_t>& cu,
+                            int64_t total, const parallel::Grid& g) {
+  const int64_t cp = g.cp_size();
+  if (cp == 1) return local;
+  auto t = local.contiguous();
+  if (t.numel() * cp != total) {
+    Fail("a packed micro-batch slice of " + std::to_string(t.numel()) + " tokens at CP " +
+         std::to_string(cp) + " for a row of " + std::to_string(total));
+  }
+  auto all = torch::empty({cp, t.numel()}, t.options());
+  MPI_Datatype type = t.scalar_type() == torch::kFloat ? MPI_FLOAT : MPI_INT64_T;
+  MPI_Allgather(t.data_ptr(), static_cast<int>(t.numel()), type, all.data_ptr(),
+                static_cast<int>(t.numel()), type, g.cp_comm());
+  std::vector<int64_t> where;
+  where.reserve(static_cast<size_t>(total));
+  for (int64_t r = 0; r < cp; ++r) {
+    auto idx = order::sft::ThdPartitionedIndices(cu, total, cp, r);
+    if (!idx.ok())
+      Fail("packed micro-batch at CP " + std::to_string(cp) + ": " + idx.status().ToString());
+    if (static_cast<int64_t>(idx->size()) != t.numel()) Fail("THD slice sizes disagree");
+    where.insert(where.end(), idx->begin(), idx->end());
+  }
+  std::vector<char> seen(static_cast<size_t>(total), 0);
+  for (int64_t p : where) {
+    if (p < 0 || p >= total || seen[static_cast<size_t>(p)]++) {
+      Fail("the CP ranks' THD slices do not partition the packed row");
+    }
+  }
+  auto index = torch::from_blob(where.data(), {total}, torch::kInt64);
+  return torch::empty({1, total}, t.options()).index_copy_(1, index, all.reshape({1, total}));
+}
+
+// Ids of a packed row must index the model's tables (embedding, positions, softmax).
+void CheckIds(const torch::Tensor& ids, int64_t limit, const std::string& what,
+              const std::string& hint) {
+  const int64_t lo = ids.min().item<int64_t>(), hi = ids.max().item<int64_t>();
+  if (lo < 0 || hi >= limit) {
+    Fail(what + " " + std::to_string(lo < 0 ? lo : hi) + " outside 0.." +
+         std::to_string(limit - 1) + hint);
+  }
+}
+
 torch::Tensor Tensor64(const std::vector<int64_t>& v, int64_t b, int64_t s) {
   return torch::from_blob(const_cast<int64_t*>(v.data()), {b, s}, torch::kInt64).clone();
+}
+
+// --testing-check-documents: each document [cu[i], cu[i+1]) of the packed row, run alone
+// (causal, its own positions), has the logits it has in the row. Returns the documents checked.
+int64_t CheckDocuments(Stage& stage, const torch::Tensor& tokens, const torch::Tensor& positions,
+                       const torch::Tensor& logits, const feed::MicroBatch& mb) {
+  if (!stage->first() || !stage->last()) Fail("--testing-check-documents needs one pipeline stage");
+  torch::NoGradGuard no_grad;
+  int64_t checked = 0;
+  const auto& cu = mb.cu_seqlens;
+  for (size_t i = 0; i + 1 < cu.size(); ++i) {
+    const int64_t start = cu[i], len = cu[i + 1] - cu[i];
+    if (len == 0) continue;
+    auto alone = stage->forward(tokens.narrow(1, start, len), positions.narrow(1, start, len));
+    auto in_row = logits.detach().narrow(0, start, len);
+    const double diff = (alone - in_row).abs().max().item<double>();
+    if (!(diff <= 1e-4)) {
+      Fail("document " + std::to_string(i) + " [" + std::to_string(start) + ", " +
+           std::to_string(start + len) + ") of a packed row: logits differ from the document " +
+           "alone by " + std::to_string(diff) + " (attention crosses documents)");
+    }
+    ++checked;
+  }
+  return checked;
 }
 
 void CheckTpPeers(const feed::MicroBatch& mb, const parallel::Grid& g) {
@@ -206,7 +283,10 @@ int Run(const Args& a, const config::OptionFlags& flags) {
   for (int64_t step = feeder.resumed_iteration(); step < train_iters; ++step) {
     opt.zero_grad();
     std::vector<torch::Tensor> outs, ins, losses;
-    std::vector<int64_t> lengths;  // each micro-batch's seq length (a stage may set its own)
+    // Each micro-batch's activation shape [length, rows, D]: [seq length (a stage may set its
+    // own), B] or, packed, [B x seq length, 1].
+    std::vector<int64_t> lengths, rows;
+    int64_t documents = 0;                                  // --testing-check-documents
     std::vector<double> source_loss(2 * num_sources, 0.0);  // sums, then sample counts
     for (int64_t m = 0; m < micro; ++m) {
       auto mb = feeder.Next();
@@ -224,30 +304,61 @@ int Run(const Args& a, const config::OptionFlags& flags) {
         }
       }
       const int64_t local = mb->local_seq_length, S = mb->seq_length;
-      lengths.push_back(S);
+      const bool packed = mb->packed;
+      const int64_t total = B * S;  // a packed row's tokens (all CP ranks together)
+      lengths.push_back(packed ? total : S);
+      rows.push_back(packed ? 1 : B);
+      torch::Tensor attn;  // undefined: causal over each sample
+      if (packed) {
+        std::string error;
+        attn = DocumentCausalMask(mb->cu_seqlens, total, &error);
+        if (!attn.defined()) Fail("packed micro-batch: " + error);
+      }
       torch::Tensor x;
       if (first) {
-        auto tokens = Reassemble(Tensor64(mb->tokens, B, local), g);
-        auto positions = Reassemble(Tensor64(mb->position_ids, B, local), g);
-        x = stage->forward(tokens, positions);
+        if (packed) {
+          auto tokens = ReassembleThd(Tensor64(mb->tokens, 1, B * local), mb->cu_seqlens, total, g);
+          auto positions =
+              ReassembleThd(Tensor64(mb->position_ids, 1, B * local), mb->cu_seqlens, total, g);
+          CheckIds(tokens, mc.vocab_size, "token id", " (set --vocab-size to the tokenizer's)");
+          CheckIds(positions, mc.seq_length, "position id", "");
+          x = stage->forward(tokens, positions, attn);
+          if (a.check_documents) documents += CheckDocuments(stage, tokens, positions, x, *mb);
+        } else {
+          auto tokens = Reassemble(Tensor64(mb->tokens, B, local), g);
+          auto positions = Reassemble(Tensor64(mb->position_ids, B, local), g);
+          x = stage->forward(tokens, positions);
+        }
       } else {
-        x = torch::empty({S, B, D});
+        x = torch::empty({lengths.back(), rows.back(), D});
         MPI_Recv(x.data_ptr(), static_cast<int>(x.numel()), MPI_FLOAT, 0, 0, pp, MPI_STATUS_IGNORE);
         x.requires_grad_(true);
         ins.push_back(x);
-        x = stage->forward(x, torch::Tensor());
+        x = stage->forward(x, torch::Tensor(), attn);
       }
       if (last) {
-        auto labels = Reassemble(Tensor64(mb->labels, B, local), g);
-        auto mask = Reassemble(
-            torch::from_blob(mb->loss_mask.data(), {B, local}, torch::kFloat).clone(), g);
+        torch::Tensor labels, mask;
+        if (packed) {
+          labels = ReassembleThd(Tensor64(mb->labels, 1, B * local), mb->cu_seqlens, total, g);
+          mask = ReassembleThd(
+              torch::from_blob(mb->loss_mask.data(), {1, B * local}, torch::kFloat).clone(),
+              mb->cu_seqlens, total, g);
+          std::tie(labels, mask) = SafeTargets(labels, mask);
+          CheckIds(labels, mc.vocab_size, "label", " (set --vocab-size to the tokenizer's)");
+        } else {
+          labels = Reassemble(Tensor64(mb->labels, B, local), g);
+          mask = Reassemble(
+              torch::from_blob(mb->loss_mask.data(), {B, local}, torch::kFloat).clone(), g);
+        }
         losses.push_back(MaskedLoss(x, labels, mask) / static_cast<double>(micro));
         if (num_sources > 0) {
           if (mb->source_ids.size() != static_cast<size_t>(B)) {
             Fail("a micro-batch for the loss carries " + std::to_string(mb->source_ids.size()) +
                  " source ids for " + std::to_string(B) + " samples");
           }
-          auto per_sample = PerSampleLoss(x, labels, mask);
+          // Packed: sample i is columns [i S, (i+1) S) of the row (logits are read flat).
+          auto per_sample = packed ? PerSampleLoss(x, labels.reshape({B, S}), mask.reshape({B, S}))
+                                   : PerSampleLoss(x, labels, mask);
           for (int64_t i = 0; i < B; ++i) {
             const int64_t id = mb->source_ids[static_cast<size_t>(i)];
             if (id < 0 || static_cast<size_t>(id) >= num_sources) {
@@ -272,7 +383,8 @@ int Run(const Args& a, const config::OptionFlags& flags) {
           MPI_Send(grad.data_ptr(), static_cast<int>(grad.numel()), MPI_FLOAT, 0, 1, pp);
         }
       } else {
-        auto grad = torch::empty({lengths[static_cast<size_t>(m)], B, D});
+        auto grad =
+            torch::empty({lengths[static_cast<size_t>(m)], rows[static_cast<size_t>(m)], D});
         MPI_Recv(grad.data_ptr(), static_cast<int>(grad.numel()), MPI_FLOAT, 1, 1, pp,
                  MPI_STATUS_IGNORE);
         outs[m].backward(grad);
@@ -312,6 +424,10 @@ int Run(const Args& a, const config::OptionFlags& flags) {
         }
         std::printf("step %lld loss %.6f%s\n", static_cast<long long>(step + 1), loss,
                     shown.c_str());
+        if (a.check_documents) {
+          std::printf("step %lld: %lld documents give their logits alone\n",
+                      static_cast<long long>(step + 1), static_cast<long long>(documents));
+        }
         std::fflush(stdout);
         if (log) {
           std::fprintf(log, "%lld\t%.17g%s\n", static_cast<long long>(step + 1), loss,
@@ -387,6 +503,7 @@ int main(int argc, char** argv) {
                  "Append 'step<TAB>loss' lines (logging rank); a blend adds "
                  "'<TAB>NAME=loss<TAB>NAME_samples=n' per source");
   app.add_option("--testing-kill-after-step", a.kill_after_step)->group("");
+  app.add_flag("--testing-check-documents", a.check_documents)->group("");
   app.add_option("--lr", a.lr);
   app.add_option("--layers", a.layers);
   app.add_option("--d-model", a.d_model);

@@ -6,6 +6,10 @@
 
 #include <torch/torch.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace gridfeed::toy {
 
 struct ModelConfig {
@@ -21,8 +25,10 @@ class StageImpl : public torch::nn::Module {
  public:
   StageImpl(const ModelConfig& c, bool first, bool last, int64_t first_layer, int64_t num_layers);
   // First stage: tokens and position_ids [B, S] -> hidden [S, B, d]. Other stages: hidden in.
-  // Last stage: returns logits [S, B, vocab]; otherwise hidden [S, B, d].
-  torch::Tensor forward(const torch::Tensor& input, const torch::Tensor& position_ids);
+  // Last stage: returns logits [S, B, vocab]; otherwise hidden [S, B, d]. attn_mask: an
+  // additive [S, S] mask (0 = attend, -inf = not), e.g. DocumentCausalMask; undefined = causal.
+  torch::Tensor forward(const torch::Tensor& input, const torch::Tensor& position_ids,
+                        const torch::Tensor& attn_mask = {});
   bool first() const { return first_; }
   bool last() const { return last_; }
 
@@ -34,6 +40,17 @@ class StageImpl : public torch::nn::Module {
   torch::nn::Linear head_{nullptr};
 };
 TORCH_MODULE(Stage);
+
+// Packed (THD) sequences: the additive [total, total] mask of a flattened row whose documents
+// cu_seqlens delimits (cu[0] = 0 <= cu[1] <= ... <= cu.back() = total): query q attends to key
+// k only if k <= q and both lie in the same [cu[i], cu[i+1]). InvalidArgument-style message in
+// *error (and an undefined tensor) for boundaries that are not such a partition.
+torch::Tensor DocumentCausalMask(const std::vector<int32_t>& cu_seqlens, int64_t total,
+                                 std::string* error);
+// Packed targets: labels with Megatron's ignore index (-100, any negative) clamped to 0 and
+// the loss mask zeroed there, so no negative label ever reaches the cross entropy.
+std::pair<torch::Tensor, torch::Tensor> SafeTargets(const torch::Tensor& labels,
+                                                    const torch::Tensor& loss_mask);
 
 // Mean cross entropy over tokens whose loss_mask is 1. logits [S, B, V], labels/mask [B, S].
 torch::Tensor MaskedLoss(const torch::Tensor& logits, const torch::Tensor& labels,
