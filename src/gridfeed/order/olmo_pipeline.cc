@@ -387,6 +387,8 @@ class OlmoBuilt final : public BuiltOrder {
 class OlmoPipeline final : public Pipeline {
  public:
   explicit OlmoPipeline(const config::JobOptions& options) : options_(options) {}
+  // Sized for --train-iters: a later cursor only means nothing is left to run.
+  bool cursor_bounded_by_split() const override { return false; }
 
   Result<std::unique_ptr<BuiltOrder>> Build() const override {
     Stopwatch clock;

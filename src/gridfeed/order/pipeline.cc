@@ -85,12 +85,15 @@ Result<StagePlan> Pipeline::Stages() const {
 }
 
 Result<std::unique_ptr<Pipeline>> Pipeline::For(const config::JobOptions& options) {
-  if (options.data.is_sft()) return sft::MakeSftPipeline(options);
-  if (options.data.is_olmo()) {
-    std::unique_ptr<Pipeline> olmo = MakeOlmoPipeline(options);
-    olmo->cursor_bounded_by_split_ = false;  // sized for --train-iters (olmo_pipeline.h)
-    return olmo;
+  if (options.data.is_fim()) {
+    // Only the offline items exist so far (order/fim/); feeding GPT samples instead would be
+    // silently wrong data.
+    return InvalidArgument(
+        "--fim-data: gridfeed reproduces FIM samples offline (`gridfeed samples --fim-data`); "
+        "feeding them (run, the Python Feeder, audit) is not built yet");
   }
+  if (options.data.is_sft()) return sft::MakeSftPipeline(options);
+  if (options.data.is_olmo()) return MakeOlmoPipeline(options);
   if (options.data.is_mixture()) return MakeMixturePipeline(options);
   return MakeMegatronPipeline(options.data);
 }

@@ -156,8 +156,9 @@ class BuiltOrder {
 
 class Pipeline {
  public:
-  // The pipeline these options select: OLMo's with --olmo-paths, the scheduled mixture's with
-  // --mixture-schedule (mixture_pipeline.h), else Megatron's. Options are
+  // The pipeline these options select: SFT's with --sft (sft/sft_pipeline.h), OLMo's with
+  // --olmo-paths, the scheduled mixture's with --mixture-schedule (mixture_pipeline.h), else
+  // Megatron's; InvalidArgument for --fim-data (only offline so far). Options are
   // validated already; orders that depend on the batch geometry (OLMo's) read the DP size
   // (0 = 1, offline), batch sizes and --train-iters (how many epochs to build) from them.
   static Result<std::unique_ptr<Pipeline>> For(const config::JobOptions& options);
@@ -200,7 +201,7 @@ class Pipeline {
   // end), so a checkpoint's cursor past it is refused; OLMo's order is sized for --train-iters,
   // so a later cursor there only means nothing is left to run. --dataloader-type cyclic is the
   // feeder's own matter.
-  virtual bool cursor_bounded_by_split() const { return cursor_bounded_by_split_; }
+  virtual bool cursor_bounded_by_split() const { return true; }
   // Names the stage whose tokens per sample change at `position` (a SeqLengths boundary), for
   // the feeder's error when no global batch of the run starts there.
   virtual std::string DescribeStageFrom(int64_t position) const;
@@ -217,11 +218,6 @@ class Pipeline {
   // The stages and targets of the train split (opens the sources' indexes). The default:
   // FailedPrecondition (no stages).
   virtual Result<StagePlan> Stages() const;
-
- private:
-  // Set by For() for OLMo's order, whose pipeline (olmo_pipeline.h) does not override
-  // cursor_bounded_by_split() itself.
-  bool cursor_bounded_by_split_ = true;
 };
 
 }  // namespace gridfeed::order
