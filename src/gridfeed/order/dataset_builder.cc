@@ -119,17 +119,8 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
   }
   out.seconds_open = t0.Seconds();
 
-  std::string split_text = c.split.value_or("969, 30, 1");
-  if (!per_split && !c.split) {
-    out.warnings.push_back("no --split given: using Megatron's legacy default \"969, 30, 1\"");
-  }
   if (!per_split) {
-    GRIDFEED_ASSIGN_OR_RETURN(auto vec, ParseAndNormalizeSplit(split_text));
-    if (!std::isfinite(vec[0]) || !std::isfinite(vec[1]) || !std::isfinite(vec[2])) {
-      return InvalidArgument("--split '" + split_text +
-                             "' sums to 0; give at least one positive part");
-    }
-    out.split_matrix = SplitVectorToMatrix(vec);
+    GRIDFEED_ASSIGN_OR_RETURN(out.split_matrix, SplitMatrixOf(c.split.value_or(""), &out.warnings));
   }
 
   // Lay out the datasets of each split (tables are built afterwards, in parallel).
@@ -147,19 +138,7 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
         return InvalidArgument(std::string("split ") + kSplitNames[i] +
                                ": a weighted blend needs a sample count (got none)");
       }
-      for (double w : *b->weights) {
-        if (!(w > 0) || !std::isfinite(w)) {
-          return InvalidArgument("--data-path: blend weights must be finite and > 0, got " +
-                                 std::to_string(w));
-        }
-      }
-      const auto w = Normalize(*b->weights);
-      for (double x : w) {
-        if (!std::isfinite(x) || !(x > 0)) {  // e.g. weights near 1e308: their sum overflows
-          return InvalidArgument(
-              "--data-path: the blend weights overflow when summed; scale them down");
-        }
-      }
+      GRIDFEED_ASSIGN_OR_RETURN(const std::vector<double> w, NormalizedBlendWeights(*b->weights));
       auto per_dataset = SizePerSplitPerDataset(w, c.sizes, c.mid_level_dataset_surplus);
       sd.blended = true;
       sd.weights = Normalize(w);

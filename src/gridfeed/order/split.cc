@@ -196,4 +196,33 @@ std::vector<std::array<std::optional<int64_t>, 3>> SizePerSplitPerDataset(
   return out;
 }
 
+Result<SplitMatrix> SplitMatrixOf(const std::string& split, std::vector<std::string>* warnings) {
+  const std::string text = split.empty() ? "969, 30, 1" : split;
+  if (split.empty()) {
+    warnings->push_back("no --split given: using Megatron's legacy default \"969, 30, 1\"");
+  }
+  GRIDFEED_ASSIGN_OR_RETURN(auto vec, ParseAndNormalizeSplit(text));
+  if (!std::isfinite(vec[0]) || !std::isfinite(vec[1]) || !std::isfinite(vec[2])) {
+    return InvalidArgument("--split '" + text + "' sums to 0; give at least one positive part");
+  }
+  return SplitVectorToMatrix(vec);
+}
+
+Result<std::vector<double>> NormalizedBlendWeights(const std::vector<double>& raw) {
+  for (double w : raw) {
+    if (!(w > 0) || !std::isfinite(w)) {
+      return InvalidArgument("--data-path: blend weights must be finite and > 0, got " +
+                             std::to_string(w));
+    }
+  }
+  std::vector<double> w = Normalize(raw);
+  for (double x : w) {
+    if (!std::isfinite(x) || !(x > 0)) {  // e.g. weights near 1e308: their sum overflows
+      return InvalidArgument(
+          "--data-path: the blend weights overflow when summed; scale them down");
+    }
+  }
+  return w;
+}
+
 }  // namespace gridfeed::order

@@ -34,6 +34,9 @@ Result<std::array<double, 3>> ParseAndNormalizeSplit(const std::string& split);
 // Bookends from running sums; an empty range is absent. With `b`, the intersection.
 SplitMatrix SplitVectorToMatrix(const std::array<double, 3>& a,
                                 const std::optional<std::array<double, 3>>& b = std::nullopt);
+// The split matrix of --split `split` (empty: Megatron's legacy "969, 30, 1", and a warning
+// appended to `warnings`). InvalidArgument naming --split when it sums to 0.
+Result<SplitMatrix> SplitMatrixOf(const std::string& split, std::vector<std::string>* warnings);
 // [round(begin * n), round(end * n)) with round-half-to-even.
 std::pair<int64_t, int64_t> BookendToRange(const std::pair<double, double>& bookend,
                                            int64_t num_elements);
@@ -47,6 +50,11 @@ struct Blend {
 // float, all tokens are prefixes, as long as every later weight also fails (Megatron's
 // partly consumed iterator; otherwise InvalidArgument).
 Result<Blend> ParseDataPath(const std::vector<std::string>& tokens);
+
+// A weighted blend's weights, normalised once (what the builder sizes the sources with).
+// InvalidArgument naming --data-path for a weight that is not finite and > 0, or weights whose
+// sum overflows.
+Result<std::vector<double>> NormalizedBlendWeights(const std::vector<double>& raw);
 
 // Samples each mid-level dataset of a weighted blend is asked for:
 // ceil(ceil(size * w) * (1 + surplus)), size 0 stays 0; none stays none.

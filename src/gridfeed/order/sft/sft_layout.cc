@@ -84,16 +84,7 @@ Result<SftLayout> LayoutSft(const config::DataOptions& d,
   GRIDFEED_ASSIGN_OR_RETURN(const auto sizes, Sizes(d));
   const bool per_split = IsPerSplit(d);
   if (!per_split) {
-    const std::string split_text = d.split.empty() ? "969, 30, 1" : d.split;
-    if (d.split.empty()) {
-      out.warnings.push_back("no --split given: using Megatron's legacy default \"969, 30, 1\"");
-    }
-    GRIDFEED_ASSIGN_OR_RETURN(auto vec, ParseAndNormalizeSplit(split_text));
-    if (!std::isfinite(vec[0]) || !std::isfinite(vec[1]) || !std::isfinite(vec[2])) {
-      return InvalidArgument("--split '" + split_text +
-                             "' sums to 0; give at least one positive part");
-    }
-    out.split_matrix = SplitVectorToMatrix(vec);
+    GRIDFEED_ASSIGN_OR_RETURN(out.split_matrix, SplitMatrixOf(d.split, &out.warnings));
   }
   for (int i = 0; i < 3; ++i) {
     const Split split = static_cast<Split>(i);
@@ -123,19 +114,7 @@ Result<SftLayout> LayoutSft(const config::DataOptions& d,
           "--sft: a blend of several JSON Lines files needs weights (W1 FILE1 W2 FILE2 ...): an "
           "unweighted one has no sample count per file (Megatron fails on it)");
     } else {
-      for (double w : *b.weights) {
-        if (!(w > 0) || !std::isfinite(w)) {
-          return InvalidArgument("--data-path: blend weights must be finite and > 0, got " +
-                                 std::to_string(w));
-        }
-      }
-      const auto w = Normalize(*b.weights);
-      for (double x : w) {
-        if (!std::isfinite(x) || !(x > 0)) {
-          return InvalidArgument(
-              "--data-path: the blend weights overflow when summed; scale them down");
-        }
-      }
+      GRIDFEED_ASSIGN_OR_RETURN(const std::vector<double> w, NormalizedBlendWeights(*b.weights));
       const auto per_dataset = SizePerSplitPerDataset(w, sizes, d.mid_level_dataset_surplus);
       s.blended = true;
       s.weights = Normalize(w);  // BlendedDataset normalises once more
