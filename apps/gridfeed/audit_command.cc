@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "gridfeed/audit/replay.h"
 #include "gridfeed/config/canonical.h"
+#include "gridfeed/config/data_args.h"
 #include "gridfeed/config/flags.h"
 #include "gridfeed/config/mixture_schedule.h"
 #include "gridfeed/core/parse.h"
@@ -67,6 +68,7 @@ Result<std::unique_ptr<audit::Replay>> MakeReplay(const AuditArgs& a,
     GRIDFEED_RETURN_IF_ERROR(config::Validate(o));
     return audit::Replay::OrdersOf(ledger, &o);
   }
+  GRIDFEED_RETURN_IF_ERROR(config::LoadDataArgFiles(&o));
   config::DeriveOptions(&o);
   GRIDFEED_RETURN_IF_ERROR(config::Validate(o));
   if (o.grid.data_parallel_size < 1) {

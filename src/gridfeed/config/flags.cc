@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "gridfeed/config/data_args.h"
 #include "gridfeed/config/mixture_schedule.h"
 #include "gridfeed/config/olmo_yaml.h"
 #include "gridfeed/core/log.h"
@@ -237,6 +238,7 @@ Result<JobOptions> OptionFlags::ResolveUnchecked() const {
 
 Result<JobOptions> OptionFlags::Resolve() const {
   GRIDFEED_ASSIGN_OR_RETURN(JobOptions o, ResolveUnchecked());
+  GRIDFEED_RETURN_IF_ERROR(LoadDataArgFiles(&o));
   DeriveOptions(&o);
   GRIDFEED_RETURN_IF_ERROR(Validate(o));
   return o;

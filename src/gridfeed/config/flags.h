@@ -17,11 +17,12 @@ class OptionFlags {
  public:
   // Adds --config and the rows of `groups` to `app`.
   OptionFlags(CLI::App* app, Groups groups);
-  // After parsing: the YAML file's values overridden by the flags given, then Validate().
+  // After parsing: the YAML file's values overridden by the flags given, the files of
+  // --data-args-path and the like read (LoadDataArgFiles, config/data_args.h), then Validate().
   // Keys of the YAML file that are no option of `groups` are an error naming the key.
   Result<JobOptions> Resolve() const;
-  // As Resolve() without DeriveOptions() and Validate(): the options as given, for tools that
-  // check less (e.g. a replay from a ledger).
+  // As Resolve() without LoadDataArgFiles(), DeriveOptions() and Validate(): the options as
+  // given, for tools that check less (e.g. a replay from a ledger).
   Result<JobOptions> ResolveUnchecked() const;
 
  private:

@@ -27,6 +27,18 @@ const std::vector<OptionRow>& Table() {
        GF_FIELD(data.valid_data_path)},
       {"test-data-path", G::kData, C::kAlways, "Per-split blend for test",
        GF_FIELD(data.test_data_path)},
+      // Megatron's many-file forms (config/data_args.h): read into the lists above, which
+      // alone enter the canonical text.
+      {"data-args-path", G::kData, C::kNo,
+       "A text file holding the --data-path list (W1 P1 W2 P2 ..., whitespace separated)",
+       GF_FIELD(data.data_args_path)},
+      {"per-split-data-args-path", G::kData, C::kNo,
+       "A JSON file {\"train\": [...], \"valid\": [...], \"test\": [...]} of per-split lists",
+       GF_FIELD(data.per_split_data_args_path)},
+      {"per-dataset-sequences-path", G::kData, C::kNo,
+       "A JSON file {PREFIX: [sequence count, document count]}, checked against each index "
+       "(gridfeed inspect --per-dataset-sequences-out writes it)",
+       GF_FIELD(data.per_dataset_sequences_path)},
       {"split", G::kData, C::kAlways, "Split weights, e.g. 969,30,1 (default: 969, 30, 1)",
        GF_FIELD(data.split)},
       {"seq-length", G::kData, C::kAlways, "Sequence length in tokens (required)",
@@ -389,6 +401,37 @@ Status ValidateMixture(const JobOptions& o) {
   return Status::Ok();
 }
 
+// The many-file flags (config/data_args.h): read by LoadDataArgFiles, and used where they apply.
+Status ValidateDataArgFiles(const JobOptions& o) {
+  const auto& d = o.data;
+  const std::string unread =
+      " was not read (config::LoadDataArgFiles reads it for the command line and a YAML file; "
+      "elsewhere give the lists it holds)";
+  if (!d.data_args_path.empty() && d.data_path.empty()) {
+    return InvalidArgument("--data-args-path '" + d.data_args_path + "'" + unread);
+  }
+  if (!d.per_split_data_args_path.empty() && d.train_data_path.empty() &&
+      d.valid_data_path.empty() && d.test_data_path.empty()) {
+    return InvalidArgument("--per-split-data-args-path '" + d.per_split_data_args_path + "'" +
+                           unread);
+  }
+  if (!d.per_dataset_sequences_path.empty()) {
+    if (!d.sequences_per_dataset) {
+      return InvalidArgument("--per-dataset-sequences-path '" + d.per_dataset_sequences_path + "'" +
+                             unread);
+    }
+    if (d.is_olmo() || d.is_mixture() || d.is_sft()) {
+      return InvalidArgument(
+          "--per-dataset-sequences-path counts the .idx files of Megatron's --data-path and "
+          "per-split lists: drop it with " +
+          std::string(d.is_olmo()      ? "--olmo-paths"
+                      : d.is_mixture() ? "--mixture-schedule"
+                                       : "--sft"));
+    }
+  }
+  return Status::Ok();
+}
+
 // Megatron's SFT: what SFTDataset asserts, and the flags it needs.
 Status ValidateSft(const JobOptions& o) {
   const auto& d = o.data;
@@ -554,6 +597,7 @@ Status Validate(const JobOptions& o) {
                              "'");
     }
   }
+  GRIDFEED_RETURN_IF_ERROR(ValidateDataArgFiles(o));
   const auto& d = o.data;
   if (d.seq_length <= 0) return InvalidArgument("--seq-length must be given and positive");
   GRIDFEED_RETURN_IF_ERROR(Range("seq-length", d.seq_length, 1, int64_t{1} << 40, "in [1, 2^40]"));

@@ -6,8 +6,11 @@
 // Values; thread-compatible. Knows nothing of MPI.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <variant>
@@ -17,6 +20,11 @@
 
 namespace gridfeed::config {
 
+// The counts of Megatron's --per-dataset-sequences-path, keyed by prefix: {sequence count,
+// document count}, the two counts of an .idx header (the document count is the number of
+// document_indices entries, documents + 1, as Megatron's _IndexReader reads it).
+using SequencesPerDataset = std::map<std::string, std::array<int64_t, 2>>;
+
 // What decides the sample order (in the canonical text and the fingerprint). Defaults are
 // Megatron's where Megatron has one.
 struct DataOptions {
@@ -24,6 +32,16 @@ struct DataOptions {
   std::vector<std::string> train_data_path;
   std::vector<std::string> valid_data_path;
   std::vector<std::string> test_data_path;
+  // Megatron's many-file forms (config/data_args.h). --data-args-path and
+  // --per-split-data-args-path are read once the options are given (LoadDataArgFiles, called by
+  // OptionFlags) into data_path / train_data_path, valid_data_path, test_data_path, which alone
+  // decide the order; the paths stay set to say where the lists came from.
+  std::string data_args_path;
+  std::string per_split_data_args_path;
+  // A JSON file of {prefix: [sequence count, document count]}; its counts, read into
+  // sequences_per_dataset, are checked against each index when the index is opened.
+  std::string per_dataset_sequences_path;
+  std::shared_ptr<const SequencesPerDataset> sequences_per_dataset;  // null: not read
   std::string split;  // empty = Megatron's legacy "969, 30, 1"
   int64_t seq_length = 0;
   int64_t seed = 1234;
@@ -42,7 +60,7 @@ struct DataOptions {
   double mid_level_dataset_surplus = 0.005;
   std::string dataloader_type = "single";  // single | cyclic (Megatron's samplers)
   bool no_data_sharding = false;           // cyclic: one permutation for all DP ranks
-  // OLMo's order (order/olmo_pipeline.h), selected by olmo_paths; set from an OLMo training
+  // OLMo's order (order/olmo/olmo_pipeline.h), selected by olmo_paths; set from an OLMo training
   // YAML (config/olmo_yaml.h). seq_length, seed, eod_id and pad_id are shared with Megatron's.
   std::vector<std::string> olmo_paths;             // token files, in instance order
   std::vector<std::string> olmo_path_labels;       // data.datasets label per path (or empty)

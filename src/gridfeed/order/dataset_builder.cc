@@ -62,6 +62,26 @@ Status BuildMidTables(std::array<std::optional<SplitDataset>, 3>& splits, const 
 
 namespace {
 
+// The store holds the counts --per-dataset-sequences-path gives for it (Megatron would trust
+// them and read the index at those sizes).
+Status CheckSequenceCounts(const DatasetConfig& c, const std::string& prefix,
+                           const io::IndexedDataset& ds) {
+  const std::string where = "--per-dataset-sequences-path '" + c.sequences_path + "'";
+  const auto it = c.sequences_per_dataset->find(prefix);
+  if (it == c.sequences_per_dataset->end()) {
+    return InvalidArgument(where + " has no entry for dataset '" + prefix +
+                           "' (write it with gridfeed inspect --per-dataset-sequences-out)");
+  }
+  const int64_t sequences = ds.num_sequences(), documents = ds.num_documents() + 1;
+  if (it->second[0] != sequences || it->second[1] != documents) {
+    return InvalidArgument(where + " gives dataset '" + prefix + "' [sequence count, document " +
+                           "count] [" + std::to_string(it->second[0]) + ", " +
+                           std::to_string(it->second[1]) + "], but '" + prefix + ".idx' holds [" +
+                           std::to_string(sequences) + ", " + std::to_string(documents) + "]");
+  }
+  return Status::Ok();
+}
+
 MidDataset MakeMid(const std::string& prefix, Split split, std::pair<double, double> bookend,
                    std::optional<int64_t> num_samples,
                    std::map<std::string, std::shared_ptr<const io::IndexedDataset>>& open) {
@@ -103,6 +123,7 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
     for (const auto& p : b.prefixes) {
       if (open.count(p)) continue;
       GRIDFEED_ASSIGN_OR_RETURN(io::IndexedDataset ds, io::IndexedDataset::Open(p));
+      if (c.sequences_per_dataset) GRIDFEED_RETURN_IF_ERROR(CheckSequenceCounts(c, p, ds));
       open[p] = std::make_shared<const io::IndexedDataset>(std::move(ds));
     }
     return Status::Ok();

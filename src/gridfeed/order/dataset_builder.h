@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "gridfeed/config/options.h"
 #include "gridfeed/core/status.h"
 #include "gridfeed/io/indexed_dataset.h"
 #include "gridfeed/order/blend.h"
@@ -36,6 +37,10 @@ struct DatasetConfig {
   bool drop_last_partial_validation_sequence = true;
   double mid_level_dataset_surplus = 0.005;
   int threads = 0;  // 0 = all cores
+  // --per-dataset-sequences-path: the counts each opened index must hold (null: none given);
+  // a prefix without an entry or with other counts is an error naming the file.
+  std::shared_ptr<const config::SequencesPerDataset> sequences_per_dataset;
+  std::string sequences_path;  // the file, for messages
 };
 
 struct MidDataset {

@@ -243,6 +243,8 @@ Result<DatasetConfig> MegatronDatasetConfig(const config::DataOptions& o) {
   c.add_extra_token = !o.no_add_extra_token;
   c.drop_last_partial_validation_sequence = !o.no_drop_last_partial_validation_sequence;
   c.mid_level_dataset_surplus = o.mid_level_dataset_surplus;
+  c.sequences_per_dataset = o.sequences_per_dataset;
+  c.sequences_path = o.per_dataset_sequences_path;
   return c;
 }
 
