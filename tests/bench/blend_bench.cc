@@ -7,9 +7,15 @@
 //   BM_Scheduled/one_stage           1 stage, no ramp, 10 sources (the same tables as the floor)
 //   BM_Scheduled/three_stages        70% / 20% / 10% of N, ramps of 5% and 2.5% of N, no caps
 //   BM_Scheduled/three_stages_capped the same with one source capped at about 60% of its share
-// Exits non-zero when the one-stage tables differ from the static ones; time is only printed.
+//   BM_Wide/fast, /reference         1,000 sources of very different sizes (lognormal weights)
+//                                    over GRIDFEED_BENCH_BLEND_WIDE_SAMPLES (default 5,000,000):
+//                                    BuildBlendingIndices against the rule that scans every
+//                                    source at every position (issue 25); ratio printed
+// Exits non-zero when the one-stage tables differ from the static ones or the wide fast tables
+// from the reference; time is only printed.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +33,45 @@ using Clock = std::chrono::steady_clock;
 
 constexpr size_t kSources = 10;
 constexpr int kCappedSource = 2;
+
+constexpr size_t kWideSources = 1000;
+
+int64_t WideSamples() {
+  const char* v = std::getenv("GRIDFEED_BENCH_BLEND_WIDE_SAMPLES");
+  return v ? std::atoll(v) : 5'000'000;
+}
+
+// Megatron's greedy rule as helpers.cpp runs it: every source at every position.
+order::BlendTables ScanEverySource(const std::vector<double>& w, int64_t size) {
+  order::BlendTables t;
+  t.dataset_index.resize(static_cast<size_t>(size));
+  t.dataset_sample_index.resize(static_cast<size_t>(size));
+  std::vector<int64_t> count(w.size(), 0);
+  for (int64_t p = 0; p < size; ++p) {
+    const double q = static_cast<double>(std::max<int64_t>(p, 1));
+    size_t best = 0;
+    double best_error = w[0] * q - static_cast<double>(count[0]);
+    for (size_t k = 1; k < w.size(); ++k) {
+      const double error = w[k] * q - static_cast<double>(count[k]);
+      if (error > best_error) {
+        best_error = error;
+        best = k;
+      }
+    }
+    t.dataset_index[static_cast<size_t>(p)] = static_cast<int32_t>(best);
+    t.dataset_sample_index[static_cast<size_t>(p)] = count[best]++;
+  }
+  return t;
+}
+
+// Files of very different sizes: lognormal weights from a fixed seed.
+std::vector<double> WideWeights() {
+  std::mt19937_64 rng(25);
+  std::lognormal_distribution<double> d(0.0, 1.5);
+  std::vector<double> raw(kWideSources);
+  for (auto& w : raw) w = d(rng);
+  return order::Normalize(raw);
+}
 
 int64_t Samples() {
   const char* v = std::getenv("GRIDFEED_BENCH_BLEND_SAMPLES");
@@ -104,6 +149,19 @@ void BM_Scheduled(benchmark::State& state, int which) {
   state.counters["samples"] = static_cast<double>(n);
 }
 
+void BM_Wide(benchmark::State& state, bool fast) {
+  const auto w = WideWeights();
+  const int64_t n = WideSamples();
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    order::BlendTables t = fast ? order::BuildBlendingIndices(w, n) : ScanEverySource(w, n);
+    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - t0).count());
+    benchmark::DoNotOptimize(t.dataset_index.data());
+  }
+  state.counters["samples"] = static_cast<double>(n);
+  state.counters["sources"] = static_cast<double>(w.size());
+}
+
 #define BLEND_BENCH(fn, name, arg) \
   BENCHMARK_CAPTURE(fn, name, arg)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond)
 BLEND_BENCH(BM_Static, sources3, size_t{3});
@@ -111,6 +169,14 @@ BLEND_BENCH(BM_Static, sources10, kSources);
 BLEND_BENCH(BM_Scheduled, one_stage, 0);
 BLEND_BENCH(BM_Scheduled, three_stages, 1);
 BLEND_BENCH(BM_Scheduled, three_stages_capped, 2);
+BENCHMARK_CAPTURE(BM_Wide, fast, true)
+    ->UseManualTime()
+    ->Iterations(2)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Wide, reference, false)
+    ->UseManualTime()
+    ->Iterations(2)
+    ->Unit(benchmark::kMillisecond);
 
 // One stage without ramp or caps must give Megatron's tables exactly.
 bool OneStageEqualsStatic(size_t sources) {
@@ -129,19 +195,35 @@ bool OneStageEqualsStatic(size_t sources) {
   return same;
 }
 
+// The fast greedy blend must give the reference's tables exactly.
+bool WideEqualsReference() {
+  const auto w = WideWeights();
+  const int64_t n = WideSamples();
+  const order::BlendTables got = order::BuildBlendingIndices(w, n);
+  const order::BlendTables want = ScanEverySource(w, n);
+  const bool same = got.dataset_index == want.dataset_index &&
+                    got.dataset_sample_index == want.dataset_sample_index;
+  std::printf("wide, %zu sources, %lld samples: fast %s the reference tables\n", w.size(),
+              static_cast<long long>(n), same ? "equals" : "DIFFERS FROM");
+  return same;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   const std::string floor = "BM_Static/sources10";
-  gridfeed::bench::RatioReporter reporter(std::vector<std::pair<std::string, std::string>>{
-      {"BM_Scheduled/one_stage", floor},
-      {"BM_Scheduled/three_stages", floor},
-      {"BM_Scheduled/three_stages_capped", floor}});
+  gridfeed::bench::RatioReporter reporter(
+      std::vector<std::pair<std::string, std::string>>{{"BM_Scheduled/one_stage", floor},
+                                                       {"BM_Scheduled/three_stages", floor},
+                                                       {"BM_Scheduled/three_stages_capped", floor},
+                                                       {"BM_Wide/reference", "BM_Wide/fast"}});
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   std::printf("goal (issue 11): three_stages and three_stages_capped <= 2x BM_Static/sources10\n");
+  std::printf("BM_Wide/reference over BM_Wide/fast: the fast greedy blend's speed-up (issue 25)\n");
   const bool three = OneStageEqualsStatic(3);
   const bool ten = OneStageEqualsStatic(kSources);
-  return three && ten ? 0 : 1;
+  const bool wide = WideEqualsReference();
+  return three && ten && wide ? 0 : 1;
 }

@@ -1,16 +1,22 @@
 #include "gridfeed/order/blend.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <limits>
+#include <numeric>
 
 #include "gridfeed/core/page_array.h"
 
 namespace gridfeed::order {
 
-BlendTables BuildBlendingIndices(const std::vector<double>& weights, int64_t size) {
-  BlendTables t;
-  ResizeOnHugePages(&t.dataset_index, static_cast<size_t>(size));
-  ResizeOnHugePages(&t.dataset_sample_index, static_cast<size_t>(size));
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+// Megatron's rule as helpers.cpp states it: every source at every position. Used where the
+// fast path's preconditions (below) do not hold.
+void ScanEverySource(const std::vector<double>& weights, int64_t size, BlendTables* t) {
   const size_t k_count = weights.size();
   std::vector<int64_t> counts(k_count, 0);
   for (int64_t p = 0; p < size; ++p) {
@@ -24,13 +30,191 @@ BlendTables BuildBlendingIndices(const std::vector<double>& weights, int64_t siz
         best = k;
       }
     }
-    t.dataset_index[p] = static_cast<int32_t>(best);
-    t.dataset_sample_index[p] = counts[best];
+    t->dataset_index[p] = static_cast<int32_t>(best);
+    t->dataset_sample_index[p] = counts[best];
     ++counts[best];
+  }
+}
+
+// The same choices without scanning every source at every position.
+//
+// Notation: q = max(p, 1) and e_k = fl(fl(w_k * q) - c_k), the double the reference compares
+// (c_k: samples of k so far, an exact integer in a double). The reference picks the lowest k
+// with the largest e_k.
+//
+// 1. Groups. Sources with the same weight (the same double) form a group, members in index
+//    order. Only a group's first member with the group's largest error can be picked, so the
+//    group is picked round-robin: members [0, ptr) hold cnt + 1 samples, [ptr, G) hold cnt,
+//    and its representative is member ptr. Exactness: with a = fl(w * q), the members' errors
+//    are fl(a - cnt) and fl(a - cnt - 1); both reals lie below 2^51 in magnitude (the
+//    preconditions: w <= 2^10, size <= 2^40), where doubles are at most 1/4 apart, so
+//    fl(a - cnt) > fl(a - cnt - 1) strictly (rounding is monotone and cannot merge reals 1
+//    apart). The group's largest error is therefore E_g = fl(fl(w * q) - cnt), reached first by
+//    member ptr, and the reference's pick is the representative of the group with the largest
+//    E_g, the lowest representative index on ties. Everything below works on groups.
+// 2. Upper bounds. For w >= 0, fl(w * q) is non-decreasing in q (q exact, rounding monotone)
+//    and fl(a - cnt) is non-decreasing in a and non-increasing in cnt. So over a block of
+//    positions [p0, p1), U_g = E_g evaluated at q1 = max(p1 - 1, 1) with the group's count at
+//    p0 bounds E_g at every position of the block, whatever the group is picked meanwhile.
+// 3. Candidates. A block keeps the groups with U_g >= cut (the candidates) and
+//    H = max U_g over the others. At each position the exact E_g are computed for the
+//    candidates only, giving the best (largest E, lowest representative on ties) among them.
+//    If that E is > H, every other group's E_g <= U_g <= H is strictly smaller: the candidate
+//    is the reference's pick, ties included. Otherwise this position scans every group (the
+//    reference over groups) and the block ends. The cut is only a guess (the smallest
+//    largest-error of the previous block less a margin that grows after a miss); it decides
+//    the speed, never the result.
+class FastGreedy {
+ public:
+  explicit FastGreedy(const std::vector<double>& weights) {
+    std::vector<int32_t> order(weights.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int32_t a, int32_t b) { return weights[a] < weights[b]; });
+    members_ = order;
+    for (size_t i = 0; i < order.size();) {
+      size_t j = i + 1;
+      while (j < order.size() && weights[order[j]] == weights[order[i]]) ++j;
+      begin_.push_back(static_cast<int64_t>(i));
+      size_.push_back(static_cast<int64_t>(j - i));
+      ptr_.push_back(0);
+      w_.push_back(weights[order[i]]);
+      cnt_.push_back(0.0);
+      count_.push_back(0);
+      rep_.push_back(order[i]);
+      i = j;
+    }
+  }
+
+  void Run(int64_t size, BlendTables* t) {
+    const size_t v = w_.size();
+    std::vector<uint32_t> all(v), cand(v);
+    std::iota(all.begin(), all.end(), 0u);
+    std::vector<double> bound(v);
+    const double mean_w = std::accumulate(w_.begin(), w_.end(), 0.0) / static_cast<double>(v);
+    // Block length: the pass over every group (v) against the candidates' scans.
+    const int64_t block =
+        std::max<int64_t>(4, static_cast<int64_t>(kBlockFactor * std::sqrt(v / 2.0)));
+    const double margin_floor = mean_w;
+    double margin = mean_w * static_cast<double>(block);
+    double floor_m = kNegInf;  // the smallest largest-error seen in the last block
+    int64_t p = 0;
+    while (p < size) {
+      if (v <= kFewGroups || floor_m == kNegInf) {
+        const double q = static_cast<double>(std::max<int64_t>(p, 1));
+        double e;
+        const uint32_t g = Best(all.data(), v, q, &e);
+        Take(g, p++, t);
+        floor_m = e;
+        continue;
+      }
+      const int64_t end = std::min(size, p + block);
+      const double q_last = static_cast<double>(std::max<int64_t>(end - 1, 1));
+      const double cut = floor_m - margin;
+      // Branch-free so the pass over every group stays cheap: all bounds first, then the
+      // candidates (compacted) and the largest other bound.
+      for (uint32_t i = 0; i < v; ++i) bound[i] = w_[i] * q_last - cnt_[i];
+      size_t n_cand = 0;
+      double h0 = kNegInf, h1 = kNegInf;
+      uint32_t i = 0;
+      for (; i + 1 < v; i += 2) {
+        const double u0 = bound[i], u1 = bound[i + 1];
+        const bool c0 = u0 >= cut, c1 = u1 >= cut;
+        cand[n_cand] = i;
+        n_cand += c0;
+        cand[n_cand] = i + 1;
+        n_cand += c1;
+        const double o0 = c0 ? kNegInf : u0, o1 = c1 ? kNegInf : u1;
+        h0 = o0 > h0 ? o0 : h0;
+        h1 = o1 > h1 ? o1 : h1;
+      }
+      for (; i < v; ++i) {
+        const bool c = bound[i] >= cut;
+        cand[n_cand] = i;
+        n_cand += c;
+        const double o = c ? kNegInf : bound[i];
+        h0 = o > h0 ? o : h0;
+      }
+      const double h = h0 > h1 ? h0 : h1;
+      double min_m = std::numeric_limits<double>::infinity();
+      bool missed = false;
+      while (p < end) {
+        const double q = static_cast<double>(std::max<int64_t>(p, 1));
+        double e;
+        uint32_t g = Best(cand.data(), n_cand, q, &e);
+        if (!(e > h)) {
+          g = Best(all.data(), v, q, &e);
+          missed = true;
+        }
+        Take(g, p++, t);
+        min_m = std::min(min_m, e);
+        if (missed) break;
+      }
+      floor_m = min_m;
+      margin = missed ? 2 * margin : std::max(margin_floor, margin * 0.9);
+    }
+  }
+
+  static constexpr size_t kFewGroups = 8;
+  static constexpr double kBlockFactor = 2.0;
+
+ private:
+  // The group with the largest error at q, the lowest representative on ties.
+  uint32_t Best(const uint32_t* ids, size_t n, double q, double* best_error) const {
+    uint32_t best = 0;
+    int32_t best_rep = std::numeric_limits<int32_t>::max();
+    double best_e = kNegInf;
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t g = ids[i];
+      const double e = w_[g] * q - cnt_[g];
+      if (e > best_e || (e == best_e && rep_[g] < best_rep)) {
+        best_e = e;
+        best = g;
+        best_rep = rep_[g];
+      }
+    }
+    *best_error = best_e;
+    return best;
+  }
+
+  void Take(uint32_t g, int64_t p, BlendTables* t) {
+    t->dataset_index[p] = rep_[g];
+    t->dataset_sample_index[p] = count_[g];
+    if (++ptr_[g] == size_[g]) {
+      ptr_[g] = 0;
+      ++count_[g];
+      cnt_[g] = static_cast<double>(count_[g]);
+    }
+    rep_[g] = members_[static_cast<size_t>(begin_[g] + ptr_[g])];
+  }
+
+  std::vector<int32_t> members_;  // source indices by (weight, index)
+  std::vector<int64_t> begin_, size_, ptr_, count_;
+  std::vector<double> w_, cnt_;
+  std::vector<int32_t> rep_;
+};
+
+// Where the fast path's argument holds: finite weights in [0, 2^10], at most 2^40 positions.
+bool FastPathApplies(const std::vector<double>& weights, int64_t size) {
+  if (weights.size() < 2 || size > (int64_t{1} << 40)) return false;
+  return std::all_of(weights.begin(), weights.end(),
+                     [](double w) { return w >= 0 && w <= 1024.0; });
+}
+
+}  // namespace
+
+BlendTables BuildBlendingIndices(const std::vector<double>& weights, int64_t size) {
+  BlendTables t;
+  ResizeOnHugePages(&t.dataset_index, static_cast<size_t>(size));
+  ResizeOnHugePages(&t.dataset_sample_index, static_cast<size_t>(size));
+  if (size <= 0) return t;
+  if (FastPathApplies(weights, size)) {
+    FastGreedy(weights).Run(size, &t);
+  } else {
+    ScanEverySource(weights, size, &t);
   }
   return t;
 }
-
 BlendTables BuildExhaustiveBlendingIndices(const std::vector<int64_t>& sizes) {
   BlendTables t;
   int64_t total = 0;
