@@ -6,7 +6,7 @@
 
 #include "gridfeed/io/indexed_dataset.h"
 #include "gridfeed/io/olmo_token_files.h"
-#include "gridfeed/order/olmo_pipeline.h"
+#include "gridfeed/order/olmo/olmo_pipeline.h"
 #include "gridfeed/order/table_image.h"
 
 namespace gridfeed::app {

@@ -6,7 +6,7 @@
 #include "gridfeed/core/parse.h"
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/npy.h"
-#include "gridfeed/order/olmo_outputs.h"
+#include "gridfeed/order/olmo/olmo_outputs.h"
 
 namespace gridfeed::app {
 namespace {

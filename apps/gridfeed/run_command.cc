@@ -50,32 +50,33 @@ struct RunArgs {
   }
 };
 
+// What a rank received, micro-batch after micro-batch, field by field as its schema declares.
 struct Dump {
-  std::vector<int64_t> sample_indices, tokens, position_ids, labels;
-  std::vector<float> loss_mask;
-  std::vector<uint8_t> attention_mask;
+  struct Field {
+    const order::FieldSpec* spec = nullptr;
+    std::vector<int64_t> shape;    // one micro-batch's (fixed fields)
+    std::vector<std::byte> bytes;  // every micro-batch's values back to back
+    std::vector<int64_t> counts;   // variable fields: each micro-batch's entries
+  };
+  std::vector<int64_t> sample_indices;
   std::vector<int64_t> local_seq_lengths;  // per micro-batch (mixture stages may differ)
-  // Packed micro-batches: cu_seqlens of every micro-batch back to back, each one's length.
+  std::vector<Field> fields;               // a stage receives the same fields every step
   bool packed = false;
-  std::vector<int32_t> cu_seqlens, max_seqlen;
-  std::vector<int64_t> num_cu_seqlens;
   int64_t count = 0;
   void Add(const feed::MicroBatch& mb) {
     ++count;
-    if (mb.packed) {
-      packed = true;
-      cu_seqlens.insert(cu_seqlens.end(), mb.cu_seqlens.begin(), mb.cu_seqlens.end());
-      num_cu_seqlens.push_back(static_cast<int64_t>(mb.cu_seqlens.size()));
-      max_seqlen.push_back(mb.max_seqlen);
-    }
+    packed = packed || mb.packed;
     local_seq_lengths.push_back(mb.local_seq_length);
-    auto add = [](auto& to, const auto& from) { to.insert(to.end(), from.begin(), from.end()); };
-    add(sample_indices, mb.sample_indices);
-    add(tokens, mb.tokens);
-    add(position_ids, mb.position_ids);
-    add(labels, mb.labels);
-    add(loss_mask, mb.loss_mask);
-    add(attention_mask, mb.attention_mask);
+    sample_indices.insert(sample_indices.end(), mb.sample_indices.begin(), mb.sample_indices.end());
+    if (fields.empty()) {
+      for (const feed::FieldArray& f : mb.fields) fields.push_back({f.spec, f.shape, {}, {}});
+    }
+    for (size_t i = 0; i < mb.fields.size() && i < fields.size(); ++i) {
+      const feed::FieldArray& f = mb.fields[i];
+      const std::byte* data = mb.payload.data() + f.offset;
+      fields[i].bytes.insert(fields[i].bytes.end(), data, data + f.bytes);
+      if (f.spec->shape == order::FieldShape::kVariable) fields[i].counts.push_back(f.shape[0]);
+    }
   }
 };
 
@@ -92,8 +93,6 @@ Status WriteDump(const std::string& dir, const feed::Feeder& f, const Dump& d) {
   const auto& g = f.grid();
   const std::string rd = dir + "/rank" + std::to_string(g.world_rank());
   GRIDFEED_RETURN_IF_ERROR(io::MakeDirs(rd));
-  const bool got = !d.sample_indices.empty();
-  const bool inputs = !d.tokens.empty(), targets = !d.labels.empty();
   const int64_t n = d.count;
   const int64_t mbs =
       n ? static_cast<int64_t>(d.sample_indices.size()) / std::max<int64_t>(n, 1) : 0;
@@ -101,71 +100,45 @@ Status WriteDump(const std::string& dir, const feed::Feeder& f, const Dump& d) {
                          {"tp_rank", g.tp_rank()},       {"pp_rank", g.pp_rank()},
                          {"cp_rank", g.cp_rank()},       {"micro_batches", n},
                          {"is_reader", g.is_reader()}};
-  std::vector<std::string> fields;
-  // Micro-batches of several lengths (mixture stages with their own seq_length) do not make one
-  // array: each field is then written flat, with local_seq_lengths.npy giving each one's length.
-  const bool ragged = std::adjacent_find(d.local_seq_lengths.begin(), d.local_seq_lengths.end(),
-                                         std::not_equal_to<>()) != d.local_seq_lengths.end();
-  if (got && ragged) {
-    meta["ragged"] = true;
+  std::vector<std::string> names;
+  if (!d.sample_indices.empty()) {
     GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/sample_indices.npy", d.sample_indices, {n, mbs}));
-    GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/local_seq_lengths.npy", d.local_seq_lengths, {n}));
-    auto flat = [&](const std::string& name, const auto& v) -> Status {
-      if (v.empty()) return Status::Ok();
-      fields.push_back(name);
-      return io::WriteNpy(rd + "/" + name + ".npy", v, {static_cast<int64_t>(v.size())});
-    };
-    GRIDFEED_RETURN_IF_ERROR(flat("tokens", d.tokens));
-    GRIDFEED_RETURN_IF_ERROR(flat("position_ids", d.position_ids));
-    GRIDFEED_RETURN_IF_ERROR(flat("attention_mask", d.attention_mask));
-    GRIDFEED_RETURN_IF_ERROR(flat("labels", d.labels));
-    GRIDFEED_RETURN_IF_ERROR(flat("loss_mask", d.loss_mask));
-  } else if (got) {
-    const int64_t local = static_cast<int64_t>(inputs ? d.tokens.size() : d.labels.size()) /
-                          std::max<int64_t>(n * mbs, 1);
-    GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/sample_indices.npy", d.sample_indices, {n, mbs}));
-    if (d.packed) {
-      // As get_batch leaves packed sequences: one flattened row per micro-batch, cu_seqlens of
-      // variable length written flat with each micro-batch's count.
-      meta["packed"] = true;
-      fields.insert(fields.end(), {"cu_seqlens", "max_seqlen"});
-      GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/cu_seqlens.npy", d.cu_seqlens));
-      GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/num_cu_seqlens.npy", d.num_cu_seqlens, {n}));
-      GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/max_seqlen.npy", d.max_seqlen, {n}));
-      const int64_t row = mbs * local;
-      if (inputs) {
-        fields.insert(fields.end(), {"tokens", "position_ids"});
-        GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/tokens.npy", d.tokens, {n, 1, row}));
-        GRIDFEED_RETURN_IF_ERROR(
-            io::WriteNpy(rd + "/position_ids.npy", d.position_ids, {n, 1, row}));
-      }
-      if (targets) {
-        fields.insert(fields.end(), {"labels", "loss_mask"});
-        GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/labels.npy", d.labels, {n, 1, row}));
-        GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/loss_mask.npy", d.loss_mask, {n, 1, row}));
-      }
-      meta["fields"] = fields;
-      return io::WriteStringToFile(rd + "/meta.json", meta.dump(2) + "\n");
-    }
-    if (inputs) {
-      fields.insert(fields.end(), {"tokens", "position_ids"});
-      GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/tokens.npy", d.tokens, {n, mbs, local}));
+    // Micro-batches of several lengths (mixture stages with their own seq_length) do not make
+    // one array: each field is then written flat, with local_seq_lengths.npy giving each one's
+    // length.
+    const bool ragged = std::adjacent_find(d.local_seq_lengths.begin(), d.local_seq_lengths.end(),
+                                           std::not_equal_to<>()) != d.local_seq_lengths.end();
+    if (ragged) {
+      meta["ragged"] = true;
       GRIDFEED_RETURN_IF_ERROR(
-          io::WriteNpy(rd + "/position_ids.npy", d.position_ids, {n, mbs, local}));
-      if (!d.attention_mask.empty()) {
-        fields.push_back("attention_mask");
-        const int64_t full = static_cast<int64_t>(d.attention_mask.size()) / (n * mbs * local);
-        GRIDFEED_RETURN_IF_ERROR(
-            io::WriteNpy(rd + "/attention_mask.npy", d.attention_mask, {n, mbs, 1, local, full}));
-      }
+          io::WriteNpy(rd + "/local_seq_lengths.npy", d.local_seq_lengths, {n}));
     }
-    if (targets) {
-      fields.insert(fields.end(), {"labels", "loss_mask"});
-      GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/labels.npy", d.labels, {n, mbs, local}));
-      GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/loss_mask.npy", d.loss_mask, {n, mbs, local}));
+    if (d.packed) meta["packed"] = true;
+    for (const Dump::Field& field : d.fields) {
+      const order::FieldSpec& spec = *field.spec;
+      const int64_t elements =
+          static_cast<int64_t>(field.bytes.size() / order::DTypeSize(spec.dtype));
+      std::vector<int64_t> shape;
+      if (spec.shape == order::FieldShape::kVariable) {
+        // Variable length (cu_seqlens): every micro-batch's values flat, with each one's count.
+        shape = {elements};
+        GRIDFEED_RETURN_IF_ERROR(
+            io::WriteNpy(rd + "/num_" + spec.name + ".npy", field.counts, {n}));
+      } else if (spec.shape == order::FieldShape::kScalar) {
+        shape = {n};
+      } else if (ragged) {
+        shape = {elements};
+      } else {
+        shape = {n};
+        shape.insert(shape.end(), field.shape.begin(), field.shape.end());
+      }
+      names.push_back(spec.name);
+      GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/" + spec.name + ".npy",
+                                            order::DumpDescr(spec.dtype), shape,
+                                            field.bytes.data(), field.bytes.size()));
     }
   }
-  meta["fields"] = fields;
+  meta["fields"] = names;
   return io::WriteStringToFile(rd + "/meta.json", meta.dump(2) + "\n");
 }
 
@@ -259,7 +232,7 @@ Status RunFeeder(const RunArgs& a, const config::OptionFlags& flags) {
         // Device path: the checks and the dump look at a host copy of what reached the device.
         auto bytes = f->DevicePayloadToHost(*mb);
         if (!bytes.ok()) Abort(g, bytes.status().ToString());
-        f->payload_layout().Unpack(*bytes, &*mb);
+        f->payload_layout().Unpack(std::move(*bytes), &*mb);
       }
       if (!parallel::AllEqual(g.tp_comm(), mb->Digest()))
         Abort(g, "TP peers received different data");

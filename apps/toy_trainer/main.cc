@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <span>
 
 #include "gridfeed/audit/ledger.h"
 #include "gridfeed/config/flags.h"
@@ -88,8 +89,8 @@ torch::Tensor Reassemble(const torch::Tensor& local, const parallel::Grid& g) {
 
 // A packed row: [1, total/cp] THD slice of every CP rank -> [1, total], each rank's values put
 // back at the positions thd_get_partitioned_indices gives it.
-torch::Tensor ReassembleThd(const torch::Tensor& local, const std::vector<int32_t>& cu,
-                            int64_t total, const parallel::Grid& g) {
+torch::Tensor ReassembleThd(const torch::Tensor& local, std::span<const int32_t> cu, int64_t total,
+                            const parallel::Grid& g) {
   const int64_t cp = g.cp_size();
   if (cp == 1) return local;
   auto t = local.contiguous();
@@ -130,7 +131,7 @@ void CheckIds(const torch::Tensor& ids, int64_t limit, const std::string& what,
   }
 }
 
-torch::Tensor Tensor64(const std::vector<int64_t>& v, int64_t b, int64_t s) {
+torch::Tensor Tensor64(std::span<const int64_t> v, int64_t b, int64_t s) {
   return torch::from_blob(const_cast<int64_t*>(v.data()), {b, s}, torch::kInt64).clone();
 }
 
@@ -141,7 +142,7 @@ int64_t CheckDocuments(Stage& stage, const torch::Tensor& tokens, const torch::T
   if (!stage->first() || !stage->last()) Fail("--testing-check-documents needs one pipeline stage");
   torch::NoGradGuard no_grad;
   int64_t checked = 0;
-  const auto& cu = mb.cu_seqlens;
+  const auto cu = mb.cu_seqlens();
   for (size_t i = 0; i + 1 < cu.size(); ++i) {
     const int64_t start = cu[i], len = cu[i + 1] - cu[i];
     if (len == 0) continue;
@@ -295,7 +296,7 @@ int Run(const Args& a, const config::OptionFlags& flags) {
         // --device-broadcast: the batch is in GPU memory; this CPU model reads a host copy.
         auto host = feeder.DevicePayloadToHost(*mb);
         if (!host.ok()) Fail(host.status().ToString());
-        feeder.payload_layout().Unpack(*host, &*mb);
+        feeder.payload_layout().Unpack(std::move(*host), &*mb);
       }
       CheckTpPeers(*mb, g);
       if (ledger) {
@@ -311,22 +312,23 @@ int Run(const Args& a, const config::OptionFlags& flags) {
       torch::Tensor attn;  // undefined: causal over each sample
       if (packed) {
         std::string error;
-        attn = DocumentCausalMask(mb->cu_seqlens, total, &error);
+        attn = DocumentCausalMask(mb->cu_seqlens(), total, &error);
         if (!attn.defined()) Fail("packed micro-batch: " + error);
       }
       torch::Tensor x;
       if (first) {
         if (packed) {
-          auto tokens = ReassembleThd(Tensor64(mb->tokens, 1, B * local), mb->cu_seqlens, total, g);
+          auto tokens =
+              ReassembleThd(Tensor64(mb->tokens(), 1, B * local), mb->cu_seqlens(), total, g);
           auto positions =
-              ReassembleThd(Tensor64(mb->position_ids, 1, B * local), mb->cu_seqlens, total, g);
+              ReassembleThd(Tensor64(mb->position_ids(), 1, B * local), mb->cu_seqlens(), total, g);
           CheckIds(tokens, mc.vocab_size, "token id", " (set --vocab-size to the tokenizer's)");
           CheckIds(positions, mc.seq_length, "position id", "");
           x = stage->forward(tokens, positions, attn);
           if (a.check_documents) documents += CheckDocuments(stage, tokens, positions, x, *mb);
         } else {
-          auto tokens = Reassemble(Tensor64(mb->tokens, B, local), g);
-          auto positions = Reassemble(Tensor64(mb->position_ids, B, local), g);
+          auto tokens = Reassemble(Tensor64(mb->tokens(), B, local), g);
+          auto positions = Reassemble(Tensor64(mb->position_ids(), B, local), g);
           x = stage->forward(tokens, positions);
         }
       } else {
@@ -339,16 +341,19 @@ int Run(const Args& a, const config::OptionFlags& flags) {
       if (last) {
         torch::Tensor labels, mask;
         if (packed) {
-          labels = ReassembleThd(Tensor64(mb->labels, 1, B * local), mb->cu_seqlens, total, g);
-          mask = ReassembleThd(
-              torch::from_blob(mb->loss_mask.data(), {1, B * local}, torch::kFloat).clone(),
-              mb->cu_seqlens, total, g);
+          labels = ReassembleThd(Tensor64(mb->labels(), 1, B * local), mb->cu_seqlens(), total, g);
+          mask = ReassembleThd(torch::from_blob(const_cast<float*>(mb->loss_mask().data()),
+                                                {1, B * local}, torch::kFloat)
+                                   .clone(),
+                               mb->cu_seqlens(), total, g);
           std::tie(labels, mask) = SafeTargets(labels, mask);
           CheckIds(labels, mc.vocab_size, "label", " (set --vocab-size to the tokenizer's)");
         } else {
-          labels = Reassemble(Tensor64(mb->labels, B, local), g);
-          mask = Reassemble(
-              torch::from_blob(mb->loss_mask.data(), {B, local}, torch::kFloat).clone(), g);
+          labels = Reassemble(Tensor64(mb->labels(), B, local), g);
+          mask = Reassemble(torch::from_blob(const_cast<float*>(mb->loss_mask().data()), {B, local},
+                                             torch::kFloat)
+                                .clone(),
+                            g);
         }
         losses.push_back(MaskedLoss(x, labels, mask) / static_cast<double>(micro));
         if (num_sources > 0) {

@@ -42,8 +42,7 @@ torch::Tensor StageImpl::forward(const torch::Tensor& input, const torch::Tensor
   return h;
 }
 
-torch::Tensor DocumentCausalMask(const std::vector<int32_t>& cu, int64_t total,
-                                 std::string* error) {
+torch::Tensor DocumentCausalMask(std::span<const int32_t> cu, int64_t total, std::string* error) {
   if (cu.size() < 2 || cu.front() != 0 || cu.back() != total) {
     *error = "cu_seqlens must run from 0 to the packed row's " + std::to_string(total) +
              " tokens (got " + std::to_string(cu.size()) + " entries, " +

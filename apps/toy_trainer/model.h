@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,7 +46,7 @@ TORCH_MODULE(Stage);
 // cu_seqlens delimits (cu[0] = 0 <= cu[1] <= ... <= cu.back() = total): query q attends to key
 // k only if k <= q and both lie in the same [cu[i], cu[i+1]). InvalidArgument-style message in
 // *error (and an undefined tensor) for boundaries that are not such a partition.
-torch::Tensor DocumentCausalMask(const std::vector<int32_t>& cu_seqlens, int64_t total,
+torch::Tensor DocumentCausalMask(std::span<const int32_t> cu_seqlens, int64_t total,
                                  std::string* error);
 // Packed targets: labels with Megatron's ignore index (-100, any negative) clamped to 0 and
 // the loss mask zeroed there, so no negative label ever reaches the cross entropy.

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "gridfeed/order/pcg64.h"
+#include "gridfeed/order/olmo/pcg64.h"
 #include "testing/sha256.h"
 
 namespace {

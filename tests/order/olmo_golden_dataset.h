@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "gridfeed/io/olmo_token_files.h"
-#include "gridfeed/order/olmo_collator.h"
-#include "gridfeed/order/olmo_instance.h"
+#include "gridfeed/order/olmo/olmo_collator.h"
+#include "gridfeed/order/olmo/olmo_instance.h"
 #include "olmo_golden_util.h"
 
 namespace gridfeed::testing {

@@ -7,9 +7,9 @@
 #include <set>
 
 #include "gridfeed/io/olmo_token_files.h"
-#include "gridfeed/order/olmo_order.h"
-#include "gridfeed/order/olmo_pipeline.h"
-#include "gridfeed/order/pcg64.h"
+#include "gridfeed/order/olmo/olmo_order.h"
+#include "gridfeed/order/olmo/olmo_pipeline.h"
+#include "gridfeed/order/olmo/pcg64.h"
 #include "olmo_golden_dataset.h"
 #include "testing/sha256.h"
 

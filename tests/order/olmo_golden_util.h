@@ -17,7 +17,7 @@
 
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/npy.h"
-#include "gridfeed/order/pcg64.h"
+#include "gridfeed/order/olmo/pcg64.h"
 
 namespace gridfeed::testing {
 

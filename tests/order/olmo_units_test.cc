@@ -8,8 +8,8 @@
 #include <random>
 
 #include "gridfeed/io/olmo_token_files.h"
-#include "gridfeed/order/olmo_instance.h"
-#include "gridfeed/order/olmo_order.h"
+#include "gridfeed/order/olmo/olmo_instance.h"
+#include "gridfeed/order/olmo/olmo_order.h"
 #include "testing/paths.h"
 
 namespace gridfeed::order {

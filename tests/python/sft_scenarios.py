@@ -75,7 +75,7 @@ def golden_cp2():
         flat = f"{CASE}/batches/b0/dp_rank_0/mb_{mb_index:02d}/flattened"
         index = np.load(f"{g}/index.npy")
         check(mb.packed is True, f"{what}: packed {mb.packed!r}")
-        check(list(mb) == list(fields), f"{what}: keys {list(mb)}")
+        check(list(mb) == list(fields) + ["cu_seqlens", "max_seqlen"], f"{what}: keys {list(mb)}")
         check((mb.micro_batch_size, mb.seq_length, mb.local_seq_length) == (2, 128, 64),
               f"{what}: sizes {(mb.micro_batch_size, mb.seq_length, mb.local_seq_length)}")
         same(mb.cu_seqlens, np.load(f"{g}/cu_seqlens.npy")[0], f"{what} cu_seqlens")

@@ -35,7 +35,7 @@ def test_fields_dtypes_shapes_and_grid(job, cli_dump):
         assert f.fingerprint == fingerprint  # what the CLI's run fingerprinted
         mb = f.next()
         assert f.consumed_samples == 2
-        assert list(mb) == ["tokens", "labels", "loss_mask", "attention_mask", "position_ids"]
+        assert list(mb) == ["tokens", "position_ids", "attention_mask", "labels", "loss_mask"]
         want = {"tokens": (np.int64, (2, 64)), "labels": (np.int64, (2, 64)),
                 "loss_mask": (np.float32, (2, 64)), "attention_mask": (np.bool_, (2, 1, 64, 64)),
                 "position_ids": (np.int64, (2, 64))}
@@ -101,8 +101,8 @@ def test_a_megatron_micro_batch_is_not_packed(job):
         mb = f.next()
         assert mb.packed is False and mb.max_seqlen == 0
         assert mb.cu_seqlens.dtype == np.int32 and mb.cu_seqlens.shape == (0,)
-        assert repr(mb) == ("<gridfeed.MicroBatch [2 x 64] tokens, labels, loss_mask, "
-                            "attention_mask, position_ids>")
+        assert repr(mb) == ("<gridfeed.MicroBatch [2 x 64] tokens, position_ids, "
+                            "attention_mask, labels, loss_mask>")
 
 
 def test_sft_micro_batches_are_megatrons_flattened_ones():
@@ -122,10 +122,14 @@ def test_sft_micro_batches_are_megatrons_flattened_ones():
         for i in range(3):
             flat = os.path.join(case, "batches", "b0", "dp_rank_0", f"mb_{i:02d}", "flattened")
             mb = f.next()
-            assert mb.packed is True and list(mb) == ["tokens", "labels", "loss_mask",
-                                                      "position_ids"]
+            # The packed schema's fields, cu_seqlens and max_seqlen among them, as get_batch.
+            assert mb.packed is True and list(mb) == ["tokens", "position_ids", "labels",
+                                                      "loss_mask", "cu_seqlens", "max_seqlen"]
             assert (mb.micro_batch_size, mb.local_seq_length) == (3, 32)
-            for key in mb:
+            assert np.array_equal(mb["cu_seqlens"], mb.cu_seqlens)
+            assert mb["max_seqlen"].dtype == np.int32 and mb["max_seqlen"].shape == (1,)
+            assert int(mb["max_seqlen"][0]) == mb.max_seqlen and mb["max_seqlen"].base is mb
+            for key in ["tokens", "labels", "loss_mask", "position_ids"]:
                 want = np.load(os.path.join(flat, f"{key}.npy"))
                 assert mb[key].dtype == want.dtype and mb[key].shape == want.shape == (1, 96)
                 assert np.array_equal(mb[key], want), (i, key)

@@ -46,7 +46,7 @@ def test_stages_get_their_fields_and_match_the_cli_dump(job, cli_dump):
         assert f.tp_comm.Get_size() == 2 and f.pp_comm.Get_size() == 2
         assert f.dp_comm.Get_size() == 2 and f.cp_comm.Get_size() == 1
         assert f.num_microbatches_per_global_batch == 2
-        first = ["tokens", "attention_mask", "position_ids"]
+        first = ["tokens", "position_ids", "attention_mask"]
         want_keys = first if f.pp_rank == 0 else ["labels", "loss_mask"]
         got = {k: [] for k in want_keys + ["sample_indices"]}
         for _ in range(3 * f.num_microbatches_per_global_batch):  # --train-iters 3

@@ -30,7 +30,7 @@ Result<config::JobOptions> LedgerOptions(const Ledger& ledger, size_t i) {
     o.batch.micro_batch_size = run->micro_batch_size;
     o.batch.global_batch_size = run->global_batch_size;
     o.grid.data_parallel_size = run->dp_size;
-    // OLMo's order restarts where its first run started (order/olmo_pipeline.h).
+    // OLMo's order restarts where its first run started (order/olmo/olmo_pipeline.h).
     o.resume.consumed_samples = run->start_consumed;
   }
   for (const auto& e : ledger.entries) {

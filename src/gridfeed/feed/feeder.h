@@ -12,9 +12,12 @@
 // rank) and start a prefetch thread that reads along the read schedule (order/read_schedule.h).
 // Next (collective on the rank's TP group; no communication on middle pipeline stages):
 // readers hand over the next prefetched micro-batch of their DP rank and broadcast to their TP
-// group what its stage needs (with device_broadcast: staged in pinned memory and broadcast over
-// NCCL into each TP rank's GPU memory, MicroBatch::device_payload); CP ranks get their zigzag
-// chunks. Every rank returns OutOfRange at the same step when the split runs out (never with
+// group the fields of the pipeline's schema (order/field_schema.h) its stage receives, laid out
+// by feed/payload.h: fixed fields first, then each variable-length field's used values (with
+// device_broadcast: the whole payload staged in pinned memory and broadcast over NCCL into each
+// TP rank's GPU memory, MicroBatch::device_payload); CP ranks get their slices as the schema
+// says (zigzag, or THD for packed sequences). Every rank returns OutOfRange at the same step when
+// the split runs out (never with
 // --dataloader-type cyclic).
 // A reader's read error (or an exception in its prefetch thread) is returned by Next() on the
 // reader and, through the status-first TP broadcast, on its TP peers (naming the reader's world
@@ -29,12 +32,16 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "gridfeed/config/options.h"
 #include "gridfeed/core/status.h"
 #include "gridfeed/feed/payload.h"
+#include "gridfeed/order/field_schema.h"
 #include "gridfeed/order/pipeline.h"
 #include "gridfeed/order/read_schedule.h"
 #include "gridfeed/order/sample_record.h"
@@ -45,11 +52,24 @@ namespace gridfeed::feed {
 // Every option of the job (config/options.h): data, grid, batch, resume, feed, run.
 using FeederOptions = config::JobOptions;
 
-// What one rank receives for one micro-batch. A field is empty when this rank's stage does
-// not get it. Shapes: [mbs, local_seq_length] (attention_mask [mbs, 1, local, seq_length]).
+// One field of a micro-batch as this rank received it: its declaration (the pipeline's
+// schema, order/field_schema.h; static storage), its shape here and where its values lie in
+// MicroBatch::payload.
+struct FieldArray {
+  const order::FieldSpec* spec = nullptr;
+  std::vector<int64_t> shape;
+  size_t offset = 0, bytes = 0;
+};
+
+// What one rank receives for one micro-batch: the fields of its pipeline's schema that its
+// stage receives, over the payload the TP broadcast delivered (no copy). Shapes follow the
+// schema: [mbs, local_seq_length] per sample (attention_mask [mbs, 1, local, seq_length]); a
+// packed order's (SFT) sequence fields are one flattened row [1, mbs x local] (this CP rank's
+// THD slice), as Megatron's get_batch leaves them for --sft, with cu_seqlens (the merged
+// boundaries, all CP ranks the same) and max_seqlen. Copyable (fields hold offsets).
 struct MicroBatch {
-  bool has_inputs = false;   // tokens, position_ids (+ attention_mask): first stage
-  bool has_targets = false;  // labels, loss_mask: last stage
+  bool has_inputs = false;   // first stage: tokens, position_ids (+ attention_mask)
+  bool has_targets = false;  // last stage: labels, loss_mask
   int64_t micro_batch_size = 0;
   // This micro-batch's: --seq-length, or its mixture stage's own (set on every rank, middle
   // pipeline stages included, so activations can be sized).
@@ -62,16 +82,11 @@ struct MicroBatch {
   // DP coverage checks count).
   std::vector<int64_t> sample_positions;
   std::vector<int64_t> source_ids;  // each sample's blend source (0 without a blend)
-  std::vector<int64_t> tokens, position_ids, labels;
-  std::vector<float> loss_mask;
-  std::vector<uint8_t> attention_mask;  // 1 = masked out; only with create_attention_mask
-  // Packed orders (SFT, order::OrderView::packed()): the sequence fields above are one
-  // flattened row [1, micro_batch_size x local_seq_length] (this CP rank's THD slice), as
-  // Megatron's get_batch leaves them for --sft; cu_seqlens is the micro-batch's merged
-  // boundaries (all CP ranks the same) and max_seqlen its longest sequence.
-  bool packed = false;
-  std::vector<int32_t> cu_seqlens;
-  int32_t max_seqlen = 0;
+  bool packed = false;              // the schema's sequence fields are packed rows
+  // This stage's fields in schema order, over `payload`; empty on middle stages and on the
+  // device path.
+  std::vector<FieldArray> fields;
+  std::vector<std::byte> payload;
   // On the first-stage reader of CP rank 0 (one per DP rank): what each sample is, for the
   // ledger. Empty elsewhere.
   std::vector<order::SampleRecord> records;
@@ -81,8 +96,35 @@ struct MicroBatch {
   const void* device_payload = nullptr;
   size_t device_payload_bytes = 0;
   bool empty() const { return !has_inputs && !has_targets; }
-  // XXH3-64 over every host field (peers that received the same data agree on it).
+
+  // Field `name`, or null when this rank did not receive it.
+  const FieldArray* Find(std::string_view name) const;
+  // Its values (empty when absent). REQUIRES T is the field's dtype (uint8_t for bool).
+  template <typename T>
+  std::span<const T> Values(std::string_view name) const {
+    const FieldArray* f = Find(name);
+    if (f == nullptr) return {};
+    CheckDType(*f, sizeof(T), std::is_floating_point_v<T>);
+    return {reinterpret_cast<const T*>(payload.data() + f->offset), f->bytes / sizeof(T)};
+  }
+  // The fields the GPT and packed schemas declare (empty / 0 when absent).
+  std::span<const int64_t> tokens() const { return Values<int64_t>(order::kTokens); }
+  std::span<const int64_t> labels() const { return Values<int64_t>(order::kLabels); }
+  std::span<const float> loss_mask() const { return Values<float>(order::kLossMask); }
+  std::span<const int64_t> position_ids() const { return Values<int64_t>(order::kPositionIds); }
+  std::span<const uint8_t> attention_mask() const {  // 1 = masked out
+    return Values<uint8_t>(order::kAttentionMask);
+  }
+  std::span<const int32_t> cu_seqlens() const { return Values<int32_t>(order::kCuSeqlens); }
+  int32_t max_seqlen() const {
+    auto v = Values<int32_t>(order::kMaxSeqlen);
+    return v.empty() ? 0 : v[0];
+  }
+  // XXH3-64 over the header and every field (peers that received the same data agree on it).
   uint64_t Digest() const;
+
+ private:
+  static void CheckDType(const FieldArray& f, size_t size, bool floating);
 };
 
 struct StartupTimes {

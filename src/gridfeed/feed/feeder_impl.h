@@ -26,6 +26,11 @@
 
 namespace gridfeed::feed {
 
+// Collective on the TP group `comm`: TP rank 0's payload in `layout` into every rank's (sized
+// total_bytes): the fixed part, then each variable field's used values.
+Status BroadcastPayload(MPI_Comm comm, const PayloadLayout& layout,
+                        std::vector<std::byte>* payload);
+
 struct Feeder::Impl {
   FeederOptions options;
   order::Split split = order::Split::kTrain;

@@ -44,9 +44,9 @@ Status Feeder::Impl::Assemble(const order::StepBatch& batch, std::vector<std::by
       records->push_back(r);
     }
     const int64_t sample_index = view->SampleIndex(split, position);
-    at.Put(out, PayloadLayout::kSampleIndices, i, &sample_index, 1);
-    at.Put(out, PayloadLayout::kSourceIds, i, &r.dataset, 1);
-    at.Put(out, PayloadLayout::kSamplePositions, i, &position, 1);
+    at.PutHeader(out, PayloadLayout::kSampleIndices, i, sample_index);
+    at.PutHeader(out, PayloadLayout::kSourceIds, i, r.dataset);
+    at.PutHeader(out, PayloadLayout::kSamplePositions, i, position);
   }
   return Status::Ok();
 }
@@ -75,9 +75,9 @@ Status Feeder::Impl::AssemblePacked(const order::StepBatch& batch, const Payload
     r.micro_batch = batch.micro_batch;
     r.dp_rank = g.dp_rank();
     const int64_t sample_index = view->SampleIndex(split, position);
-    at.Put(out, PayloadLayout::kSampleIndices, i, &sample_index, 1);
-    at.Put(out, PayloadLayout::kSourceIds, i, &r.dataset, 1);
-    at.Put(out, PayloadLayout::kSamplePositions, i, &position, 1);
+    at.PutHeader(out, PayloadLayout::kSampleIndices, i, sample_index);
+    at.PutHeader(out, PayloadLayout::kSourceIds, i, r.dataset);
+    at.PutHeader(out, PayloadLayout::kSamplePositions, i, position);
   }
   if (!keeps_records) records->clear();
   return Status::Ok();
@@ -186,11 +186,26 @@ Result<MicroBatch> Feeder::Next() {
   GRIDFEED_RETURN_IF_ERROR(im.ShareReadStatus(&read));
   if (g.tp_rank() != 0) payload.assign(layout.total_bytes, std::byte{0});
   if (g.tp_size() > 1) {
-    Status sent = parallel::BroadcastBytes(g.tp_comm(), 0, payload);
+    Status sent = BroadcastPayload(g.tp_comm(), layout, &payload);
     if (!sent.ok()) return im.failed = sent.WithContext("TP broadcast");
   }
-  layout.Unpack(payload, &mb);
+  layout.Unpack(std::move(payload), &mb);
   return mb;
+}
+
+// The fixed part (header, fixed fields, the variable fields' counts) first, then each
+// variable field's used values: the receivers size the second message from the first.
+Status BroadcastPayload(MPI_Comm comm, const PayloadLayout& layout,
+                        std::vector<std::byte>* payload) {
+  std::span<std::byte> bytes(*payload);
+  GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastBytes(comm, 0, bytes.first(layout.fixed_bytes)));
+  for (const PayloadLayout::Slot& s : layout.slots) {
+    if (s.spec->shape != order::FieldShape::kVariable) continue;
+    const size_t used =
+        static_cast<size_t>(layout.CountOf(*payload, s)) * order::DTypeSize(s.spec->dtype);
+    GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastBytes(comm, 0, bytes.subspan(s.offset, used)));
+  }
+  return Status::Ok();
 }
 
 Result<std::vector<std::byte>> Feeder::DevicePayloadToHost(const MicroBatch& mb) const {

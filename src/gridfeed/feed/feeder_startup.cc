@@ -228,9 +228,8 @@ Status Feeder::Impl::PlanSchedule() {
         "): a micro-batch would mix two lengths; make the stages before it a multiple of the " +
         "global batch size");
   }
-  layout =
-      PayloadLayout(options.batch.micro_batch_size, seq_lengths.max(), g.cp_size(), g.first_stage(),
-                    g.last_stage(), options.data.create_attention_mask, pipeline->packed());
+  layout = PayloadLayout(pipeline->schema(), options.batch.micro_batch_size, seq_lengths.max(),
+                         g.cp_size(), g.first_stage(), g.last_stage());
   return Status::Ok();
 }
 

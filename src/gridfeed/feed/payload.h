@@ -1,14 +1,16 @@
-// The byte layout of one micro-batch as the TP broadcast carries it. Every rank of a TP group
-// computes the same layout from the same options, so no schema travels with the data.
-// Order: sample_indices, source_ids, sample_positions, tokens, position_ids, labels (int64),
-// loss_mask (float32), attention_mask (uint8); a stage carries only its fields (first: inputs,
-// last: targets; sample_indices, source_ids and sample_positions go to both). A run whose
-// mixture stages have their own seq_length sizes buffers for its longest (Feeder's
+// The byte layout of one micro-batch as the TP broadcast carries it, derived from the
+// pipeline's field schema (order/field_schema.h). Every rank of a TP group computes the same
+// layout from the same options, so no schema travels with the data.
+//
+// Layout, each part 8-byte aligned: the bookkeeping header (sample_indices, source_ids,
+// sample_positions: int64 per sample, present on every stage that receives data), then this
+// stage's fixed-size fields in schema order (a variable-length field holds its entry count
+// here, int64), then the values of the variable-length fields at their capacity. The TP
+// broadcast sends the fixed part first and then each variable field's used values only: its
+// length, then its values, as Megatron's get_batch sends cu_seqlens.
+// A run whose mixture stages have their own seq_length sizes buffers for its longest (Feeder's
 // payload_layout) and lays out each micro-batch at its own length (At).
-// A packed order (SFT) carries the sequence fields flattened (one row of mbs x S / cp, THD CP
-// slices) and, on both stages, three per-micro-batch fields after them: the entry count of the
-// merged cu_seqlens (int64; Megatron's "numel" message), cu_seqlens itself (int32, room for
-// mbs x S + 1 entries, padded to 8 bytes) and max_seqlen (int32 in 8 bytes).
+// Thread safe (const after construction).
 #pragma once
 
 #include <cstddef>
@@ -16,6 +18,7 @@
 #include <cstring>
 #include <vector>
 
+#include "gridfeed/order/field_schema.h"
 #include "gridfeed/order/pipeline.h"
 #include "gridfeed/order/sample_fields.h"
 
@@ -25,50 +28,55 @@ struct MicroBatch;
 
 class PayloadLayout {
  public:
-  enum Field {
-    kSampleIndices,
-    kSourceIds,
-    kSamplePositions,
-    kTokens,
-    kPositionIds,
-    kLabels,
-    kLossMask,
-    kAttentionMask,
-    kNumCuSeqlens,
-    kCuSeqlens,
-    kMaxSeqlen,
-    kCount
+  // The bookkeeping header's fields.
+  enum Header { kSampleIndices, kSourceIds, kSamplePositions, kHeaderCount };
+
+  // Where one schema field lies.
+  struct Slot {
+    const order::FieldSpec* spec = nullptr;
+    size_t offset = 0;           // its values
+    size_t bytes = 0;            // room for them (a variable field's capacity)
+    size_t per_sample = 0;       // per-sample stride of [B, ...] fields; 0 otherwise
+    size_t count_offset = 0;     // a variable field's entry count (int64), in the fixed part
+    int64_t capacity = 0;        // a variable field's most entries
+    std::vector<int64_t> shape;  // its shape (a variable field's: its capacity)
   };
 
   PayloadLayout() = default;
-  PayloadLayout(int64_t mbs, int64_t seq_length, int64_t cp, bool first_stage, bool last_stage,
-                bool attention_mask, bool packed = false);
+  PayloadLayout(const order::FieldSchema& schema, int64_t mbs, int64_t seq_length, int64_t cp,
+                bool first_stage, bool last_stage);
   // The same stage's layout for samples of `seq_length` tokens.
   PayloadLayout At(int64_t seq_length) const;
 
-  // Copies `count` elements for sample k of `field` into the payload.
-  template <typename T>
-  void Put(std::vector<std::byte>* payload, Field field, int64_t k, const T* data,
-           size_t count) const {
-    std::memcpy(payload->data() + offset[field] + static_cast<size_t>(k) * per_sample[field], data,
-                count * sizeof(T));
+  // Copies one header value for sample k.
+  void PutHeader(std::vector<std::byte>* payload, Header field, int64_t k, int64_t value) const {
+    std::memcpy(payload->data() + header_offset[field] + static_cast<size_t>(k) * 8, &value, 8);
   }
+  // The slot of field `name` on this stage; null when this stage lacks it.
+  const Slot* Find(std::string_view name) const;
   // Where sample k's fields go in `payload` (null for fields this stage lacks), as
   // order::AssembleFields writes them; the CP size and rank are the caller's to set.
-  // REQUIRES payload->size() == total_bytes.
+  // REQUIRES payload->size() == total_bytes, !packed.
   order::FieldTargets Targets(std::vector<std::byte>* payload, int64_t k) const;
   // Where a packed micro-batch goes (REQUIRES: packed); CP size and rank are the caller's.
   order::PackedTargets Packed(std::vector<std::byte>* payload) const;
-  // Fills mb's fields; laid out at mb->seq_length when set (At), else at this layout's.
-  void Unpack(const std::vector<std::byte>& payload, MicroBatch* mb) const;
+  // The entry count of variable field `slot` in `payload`, bounded by its capacity (the count
+  // may come off the wire).
+  int64_t CountOf(const std::vector<std::byte>& payload, const Slot& slot) const;
+  // Makes `payload` mb's: sets its stage flags, header vectors and fields (laid out at
+  // mb->seq_length when set (At), else at this layout's). REQUIRES payload.size() >= the
+  // layout's total_bytes.
+  void Unpack(std::vector<std::byte> payload, MicroBatch* mb) const;
 
-  bool has_inputs = false, has_targets = false, has_mask = false, packed = false;
+  order::FieldSchema schema;
+  bool has_inputs = false, has_targets = false, packed = false;
+  size_t header_offset[kHeaderCount] = {};
+  std::vector<Slot> slots;  // this stage's fields, schema order
+  size_t fixed_bytes = 0;   // header and fixed fields: the TP broadcast's first message
   size_t total_bytes = 0;
-  size_t offset[kCount] = {};
-  size_t per_sample[kCount] = {};  // bytes per sample, 0 when absent
-  size_t per_batch[kCount] = {};   // bytes per micro-batch of the packed fields
   int64_t mbs = 0;
   int64_t seq_length = 0, cp = 1;
+  bool first_stage = false, last_stage = false;
 };
 
 }  // namespace gridfeed::feed

@@ -201,6 +201,7 @@ class MegatronPipeline final : public Pipeline {
   Result<std::unique_ptr<OrderView>> ViewImage(std::span<const std::byte> image) const override {
     return ViewMegatronImage(image, MegatronSampleOptions(options_));
   }
+  FieldSchema schema() const override { return GptSchema(options_.create_attention_mask); }
 
  private:
   config::DataOptions options_;

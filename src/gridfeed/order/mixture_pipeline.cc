@@ -364,6 +364,7 @@ class MixturePipeline final : public Pipeline {
   }
 
   // A schedule may be amended on resume; its history says which was in force from where.
+  FieldSchema schema() const override { return GptSchema(options_.data.create_attention_mask); }
   bool amendable() const override { return true; }
 
   std::string StartHistory(int64_t consumed) const override {

@@ -4,7 +4,7 @@
 
 #include "gridfeed/order/megatron_pipeline.h"
 #include "gridfeed/order/mixture_pipeline.h"
-#include "gridfeed/order/olmo_pipeline.h"
+#include "gridfeed/order/olmo/olmo_pipeline.h"
 #include "gridfeed/order/sft/sft_pipeline.h"
 
 namespace gridfeed::order {

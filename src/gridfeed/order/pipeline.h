@@ -17,6 +17,7 @@
 
 #include "gridfeed/config/options.h"
 #include "gridfeed/core/status.h"
+#include "gridfeed/order/field_schema.h"
 #include "gridfeed/order/image_writer.h"
 #include "gridfeed/order/sample.h"
 #include "gridfeed/order/sample_fields.h"
@@ -168,8 +169,10 @@ class Pipeline {
   // A view into `image` (from this pipeline's ImageWriter), which must outlive it. DataLoss for
   // a damaged image. The token stores are not open yet.
   virtual Result<std::unique_ptr<OrderView>> ViewImage(std::span<const std::byte> image) const = 0;
-  // Whether its views are packed() (every rank knows it, readers or not).
-  virtual bool packed() const { return false; }
+  // What its samples are (field_schema.h): the feeder lays out, broadcasts and hands over
+  // exactly these fields. Every rank knows it, readers or not; a view's packed() is
+  // schema().packed().
+  virtual FieldSchema schema() const = 0;
 
   // Resume and amendment policy. Called by the feeder (feed/) while it opens: amendable(),
   // StartHistory() and DescribeStageFrom() on every rank, cursor_bounded_by_split(),

@@ -49,39 +49,21 @@ class PyMicroBatch {
  public:
   explicit PyMicroBatch(feed::MicroBatch mb) : mb_(std::move(mb)) {}
 
-  // The keys this rank's stage received, in the order of Megatron's get_batch.
+  // The keys this rank's stage received: its pipeline's schema fields, in the schema's order.
   std::vector<const char*> Keys() const {
     std::vector<const char*> keys;
-    if (mb_.has_inputs) keys.push_back("tokens");
-    if (mb_.has_targets) keys.insert(keys.end(), {"labels", "loss_mask"});
-    if (mb_.has_inputs && !mb_.attention_mask.empty()) keys.push_back("attention_mask");
-    if (mb_.has_inputs) keys.push_back("position_ids");
+    for (const feed::FieldArray& f : mb_.fields) keys.push_back(f.spec->name);
     return keys;
   }
 
-  // A view of field `key` whose base is `self` (this object); nullopt when absent.
+  // A view of field `key` whose base is `self` (this object), with the schema's dtype and
+  // this rank's shape; nullopt when absent.
   std::optional<py::array> Field(py::handle self, const std::string& key) const {
-    const auto b = static_cast<py::ssize_t>(mb_.micro_batch_size);
-    const auto s = static_cast<py::ssize_t>(mb_.local_seq_length);
-    // The sequence fields' shape: [mbs, local], or for a packed micro-batch the one flattened
-    // row [1, mbs * local] that Megatron's get_batch leaves for --sft (this CP rank's slice).
-    const std::vector<py::ssize_t> rows =
-        mb_.packed ? std::vector<py::ssize_t>{1, b * s} : std::vector<py::ssize_t>{b, s};
-    if (mb_.has_inputs) {
-      if (key == "tokens") return View(self, mb_.tokens, rows);
-      if (key == "position_ids") return View(self, mb_.position_ids, rows);
-      if (key == "attention_mask" && !mb_.attention_mask.empty()) {
-        // Megatron's mask is bool [b, 1, s, s] (True = masked out); the bytes are 0/1.
-        return py::array(py::dtype::of<bool>(),
-                         {b, py::ssize_t{1}, s, static_cast<py::ssize_t>(mb_.seq_length)},
-                         mb_.attention_mask.data(), self);
-      }
-    }
-    if (mb_.has_targets) {
-      if (key == "labels") return View(self, mb_.labels, rows);
-      if (key == "loss_mask") return View(self, mb_.loss_mask, rows);
-    }
-    return std::nullopt;
+    const feed::FieldArray* f = mb_.Find(key);
+    if (f == nullptr) return std::nullopt;
+    std::vector<py::ssize_t> shape(f->shape.begin(), f->shape.end());
+    const std::byte* data = mb_.payload.data() + f->offset;
+    return py::array(py::dtype(order::NumpyDescr(f->spec->dtype)), std::move(shape), data, self);
   }
 
   py::array SampleIndices(py::handle self) const {
@@ -95,7 +77,8 @@ class PyMicroBatch {
     return View(self, mb_.source_ids, {static_cast<py::ssize_t>(mb_.source_ids.size())});
   }
   py::array CuSeqlens(py::handle self) const {
-    return View(self, mb_.cu_seqlens, {static_cast<py::ssize_t>(mb_.cu_seqlens.size())});
+    if (auto v = Field(self, std::string(order::kCuSeqlens))) return *v;
+    return py::array_t<int32_t>(std::vector<py::ssize_t>{0});
   }
   const feed::MicroBatch& mb() const { return mb_; }
 
@@ -268,7 +251,7 @@ class PyFeeder {
             // Device path: the arrays are a host copy of what reached this rank's GPU.
             auto host = f.DevicePayloadToHost(*r);
             if (host.ok()) {
-              f.payload_layout().Unpack(*host, &*r);
+              f.payload_layout().Unpack(std::move(*host), &*r);
             } else {
               logged = host.status();
             }
@@ -536,20 +519,21 @@ int OnFinalize(MPI_Comm, int, void*, void*) {
 
 void RegisterFeeder(py::module_& m) {
   py::class_<PyMicroBatch>(m, "MicroBatch", R"doc(
-What one rank received for one micro-batch: a read-only mapping of Megatron's field names
-(tokens, labels, loss_mask, attention_mask, position_ids; only those this rank's pipeline stage
-gets) to NumPy views [micro_batch_size, local_seq_length] (attention_mask bool
-[micro_batch_size, 1, local_seq_length, seq_length]) over buffers this object owns: no copy;
-each view's base is the MicroBatch, which lives as long as any view or tensor made from one.
+What one rank received for one micro-batch: a read-only mapping of the field names its
+pipeline declares (Megatron's get_batch keys: tokens, position_ids, attention_mask, labels,
+loss_mask; only those this rank's pipeline stage gets) to NumPy views [micro_batch_size,
+local_seq_length] (attention_mask bool [micro_batch_size, 1, local_seq_length, seq_length]) over
+the payload this object owns: no copy; each view's base is the MicroBatch, which lives as long
+as any view or tensor made from one.
 dict(mb) gives a plain dict of the same views. seq_length is this micro-batch's: a mixture stage
 with its own seq_length changes it between global batches.
 
 Packed micro-batches (--sft, sft=True; mb.packed is True on the first and last pipeline stages)
 are what Megatron's get_batch leaves for --sft: tokens, labels, loss_mask and position_ids are
 one flattened row [1, micro_batch_size * local_seq_length] (this CP rank's THD slice of the
-micro-batch's samples laid end to end), mb.cu_seqlens (int32 [K], a view like the fields) holds
+micro-batch's samples laid end to end), mb.cu_seqlens (int32 [K], also mb["cu_seqlens"]) holds
 the micro-batch's merged sequence boundaries (the whole micro-batch's, the same on every CP
-rank) and mb.max_seqlen its longest sequence. Otherwise packed is False, cu_seqlens is empty
+rank) and mb.max_seqlen its longest sequence (mb["max_seqlen"]: int32 [1]). Otherwise packed is False, cu_seqlens is empty
 and max_seqlen is 0 (middle pipeline stages get neither, packed or not).)doc")
       .def("__getitem__",
            [](py::object self, const std::string& key) {
@@ -613,7 +597,7 @@ and max_seqlen is 0 (middle pipeline stages get neither, packed or not).)doc")
           "micro-batch's micro_batch_size * seq_length tokens (Megatron's flattened cu_seqlens, "
           "the same on every CP rank); empty when not packed")
       .def_property_readonly(
-          "max_seqlen", [](const PyMicroBatch& b) { return b.mb().max_seqlen; },
+          "max_seqlen", [](const PyMicroBatch& b) { return b.mb().max_seqlen(); },
           "a packed micro-batch's longest sequence (Megatron's max_seqlen); 0 when not packed")
       .def_property_readonly("micro_batch_size",
                              [](const PyMicroBatch& b) { return b.mb().micro_batch_size; })
@@ -631,7 +615,7 @@ and max_seqlen is 0 (middle pipeline stages get neither, packed or not).)doc")
         if (b.mb().packed) {
           return "<gridfeed.MicroBatch packed [1 x " +
                  std::to_string(b.mb().micro_batch_size * b.mb().local_seq_length) + "] " + keys +
-                 ", " + std::to_string(b.mb().cu_seqlens.size()) + " cu_seqlens>";
+                 ", " + std::to_string(b.mb().cu_seqlens().size()) + " cu_seqlens>";
         }
         return "<gridfeed.MicroBatch [" + std::to_string(b.mb().micro_batch_size) + " x " +
                std::to_string(b.mb().local_seq_length) + "] " + keys + ">";

@@ -26,9 +26,11 @@
 // consumed_samples counts only what the caller holds) and KeyboardInterrupt is raised by the
 // next call of this Feeder (next, save_checkpoint, close) before it does anything. If next()
 // still waits 2 s after the signal (a peer dead or stuck), the job is aborted (job_abort.h).
-// Packed micro-batches (--sft): MicroBatch.packed is True, tokens/position_ids/labels/loss_mask
-// are one flattened row [1, mbs * local_seq_length] as Megatron's get_batch leaves them, and
-// cu_seqlens (an int32 view, like the fields) and max_seqlen are set (feed::MicroBatch).
+// A MicroBatch's keys, dtypes and shapes are its pipeline's field schema's
+// (order/field_schema.h, feed::MicroBatch::fields). Packed micro-batches (--sft):
+// MicroBatch.packed is True, tokens/position_ids/labels/loss_mask are one flattened row
+// [1, mbs * local_seq_length] as Megatron's get_batch leaves them, and cu_seqlens (an int32
+// view, also mb["cu_seqlens"]) and max_seqlen are set.
 // Ownership: each MicroBatch owns its buffers; the arrays it gives are NumPy views whose base
 // is the MicroBatch, so they stay valid as long as any view (or a tensor made from one) lives,
 // also after close(). The communicators (dp_comm, ...) are mpi4py views of the feeder's

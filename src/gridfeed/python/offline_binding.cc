@@ -13,7 +13,7 @@
 #include "gridfeed/config/canonical.h"
 #include "gridfeed/core/parse.h"
 #include "gridfeed/order/megatron_pipeline.h"
-#include "gridfeed/order/olmo_outputs.h"
+#include "gridfeed/order/olmo/olmo_outputs.h"
 #include "gridfeed/order/pipeline.h"
 #include "gridfeed/python/errors.h"
 #include "gridfeed/python/kwargs.h"

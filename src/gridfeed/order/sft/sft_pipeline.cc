@@ -262,7 +262,7 @@ class SftPipeline final : public Pipeline {
     }
     return std::unique_ptr<OrderView>(new SftView(options_, std::move(j)));
   }
-  bool packed() const override { return true; }
+  FieldSchema schema() const override { return PackedSchema(); }
 
  private:
   config::JobOptions options_;

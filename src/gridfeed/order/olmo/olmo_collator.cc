@@ -1,4 +1,4 @@
-#include "gridfeed/order/olmo_collator.h"
+#include "gridfeed/order/olmo/olmo_collator.h"
 
 #include <algorithm>
 #include <cstring>

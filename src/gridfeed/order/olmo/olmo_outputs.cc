@@ -1,10 +1,10 @@
-#include "gridfeed/order/olmo_outputs.h"
+#include "gridfeed/order/olmo/olmo_outputs.h"
 
 #include <nlohmann/json.hpp>
 
 #include "gridfeed/io/olmo_token_files.h"
-#include "gridfeed/order/olmo_instance.h"
-#include "gridfeed/order/olmo_pipeline.h"
+#include "gridfeed/order/olmo/olmo_instance.h"
+#include "gridfeed/order/olmo/olmo_pipeline.h"
 
 namespace gridfeed::order {
 

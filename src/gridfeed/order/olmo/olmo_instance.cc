@@ -1,4 +1,4 @@
-#include "gridfeed/order/olmo_instance.h"
+#include "gridfeed/order/olmo/olmo_instance.h"
 
 #include <algorithm>
 

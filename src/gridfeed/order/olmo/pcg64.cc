@@ -1,4 +1,4 @@
-#include "gridfeed/order/pcg64.h"
+#include "gridfeed/order/olmo/pcg64.h"
 
 #include <algorithm>
 #include <bit>

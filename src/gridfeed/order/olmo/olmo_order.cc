@@ -1,4 +1,4 @@
-#include "gridfeed/order/olmo_order.h"
+#include "gridfeed/order/olmo/olmo_order.h"
 
 #include <algorithm>
 #include <numeric>

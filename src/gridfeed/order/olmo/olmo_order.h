@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gridfeed/core/status.h"
-#include "gridfeed/order/pcg64.h"
+#include "gridfeed/order/olmo/pcg64.h"
 
 namespace gridfeed::order {
 

@@ -1,4 +1,4 @@
-#include "gridfeed/order/olmo_pipeline.h"
+#include "gridfeed/order/olmo/olmo_pipeline.h"
 
 #include <xxhash.h>
 
@@ -12,7 +12,7 @@
 #include "gridfeed/core/check.h"
 #include "gridfeed/core/log.h"
 #include "gridfeed/core/stopwatch.h"
-#include "gridfeed/order/olmo_instance.h"
+#include "gridfeed/order/olmo/olmo_instance.h"
 #include "gridfeed/order/store_facts.h"
 
 namespace gridfeed::order {
@@ -389,6 +389,7 @@ class OlmoPipeline final : public Pipeline {
   explicit OlmoPipeline(const config::JobOptions& options) : options_(options) {}
   // Sized for --train-iters: a later cursor only means nothing is left to run.
   bool cursor_bounded_by_split() const override { return false; }
+  FieldSchema schema() const override { return GptSchema(options_.data.create_attention_mask); }
 
   Result<std::unique_ptr<BuiltOrder>> Build() const override {
     Stopwatch clock;

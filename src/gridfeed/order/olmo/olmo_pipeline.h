@@ -26,9 +26,9 @@
 #include "gridfeed/config/options.h"
 #include "gridfeed/core/status.h"
 #include "gridfeed/io/olmo_token_files.h"
-#include "gridfeed/order/olmo_instance.h"
-#include "gridfeed/order/olmo_order.h"
-#include "gridfeed/order/pcg64.h"
+#include "gridfeed/order/olmo/olmo_instance.h"
+#include "gridfeed/order/olmo/olmo_order.h"
+#include "gridfeed/order/olmo/pcg64.h"
 #include "gridfeed/order/pipeline.h"
 
 namespace gridfeed::order {
