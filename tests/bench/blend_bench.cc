@@ -11,6 +11,7 @@
 //                                    over GRIDFEED_BENCH_BLEND_WIDE_SAMPLES (default 5,000,000):
 //                                    BuildBlendingIndices against the rule that scans every
 //                                    source at every position (issue 25); ratio printed
+//   BM_WideScheduled/one_stage       the same weights as one mixture stage
 // Exits non-zero when the one-stage tables differ from the static ones or the wide fast tables
 // from the reference; time is only printed.
 #include <benchmark/benchmark.h>
@@ -162,6 +163,25 @@ void BM_Wide(benchmark::State& state, bool fast) {
   state.counters["sources"] = static_cast<double>(w.size());
 }
 
+// The same 1,000 sources as one mixture stage (the scheduled builder's linear-part fast path).
+void BM_WideScheduled(benchmark::State& state, int) {
+  order::BlendStage s;
+  s.name = "one";
+  s.samples = WideSamples();
+  s.weights = WideWeights();
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    auto b = order::BuildScheduledBlend({s}, std::vector<int64_t>(kWideSources, -1));
+    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - t0).count());
+    if (!b.ok()) {
+      state.SkipWithError(b.status().ToString().c_str());
+      return;
+    }
+  }
+  state.counters["samples"] = static_cast<double>(s.samples);
+  state.counters["sources"] = static_cast<double>(kWideSources);
+}
+
 #define BLEND_BENCH(fn, name, arg) \
   BENCHMARK_CAPTURE(fn, name, arg)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond)
 BLEND_BENCH(BM_Static, sources3, size_t{3});
@@ -170,6 +190,10 @@ BLEND_BENCH(BM_Scheduled, one_stage, 0);
 BLEND_BENCH(BM_Scheduled, three_stages, 1);
 BLEND_BENCH(BM_Scheduled, three_stages_capped, 2);
 BENCHMARK_CAPTURE(BM_Wide, fast, true)
+    ->UseManualTime()
+    ->Iterations(2)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_WideScheduled, one_stage, 0)
     ->UseManualTime()
     ->Iterations(2)
     ->Unit(benchmark::kMillisecond);
@@ -213,11 +237,12 @@ bool WideEqualsReference() {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   const std::string floor = "BM_Static/sources10";
-  gridfeed::bench::RatioReporter reporter(
-      std::vector<std::pair<std::string, std::string>>{{"BM_Scheduled/one_stage", floor},
-                                                       {"BM_Scheduled/three_stages", floor},
-                                                       {"BM_Scheduled/three_stages_capped", floor},
-                                                       {"BM_Wide/reference", "BM_Wide/fast"}});
+  gridfeed::bench::RatioReporter reporter(std::vector<std::pair<std::string, std::string>>{
+      {"BM_Scheduled/one_stage", floor},
+      {"BM_Scheduled/three_stages", floor},
+      {"BM_Scheduled/three_stages_capped", floor},
+      {"BM_Wide/reference", "BM_Wide/fast"},
+      {"BM_WideScheduled/one_stage", "BM_Wide/fast"}});
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   std::printf("goal (issue 11): three_stages and three_stages_capped <= 2x BM_Static/sources10\n");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "gridfeed/core/page_array.h"
 
@@ -120,6 +121,7 @@ class Builder {
     to_.clear();
     positive_.clear();
     count_.clear();
+    count_d_.clear();
     used_d_.clear();
     cap_.clear();
     for (size_t k = 0; k < n_; ++k) {
@@ -133,6 +135,7 @@ class Builder {
       to_.push_back(g.to[k]);
       positive_.push_back(g.to[k] > 0);
       count_.push_back(out_.counts[k]);
+      count_d_.push_back(static_cast<double>(out_.counts[k]));
       used_d_.push_back(used_[k]);
       cap_.push_back(caps_[k]);
     }
@@ -167,14 +170,12 @@ class Builder {
         }
       }
       if (best == m) return false;
-      out_.tables.dataset_index[pos] = static_cast<int32_t>(idx_[best]);
-      out_.tables.dataset_sample_index[pos] = count_[best];
-      ++count_[best];
-      used_d_[best] += cost;
-      if (cap_[best] >= 0 && used_d_[best] >= cap_[best]) capped_i = best;
+      Record(pos, best, cost, &capped_i);
       return true;
     };
-    for (; p < end && capped_i == m; ++p) {
+    // The ramp, and a short or few-source linear part: every source at every position.
+    const int64_t scan_end = m > kFewSources ? std::min(end, ramp_end) : end;
+    for (; p < scan_end && capped_i == m; ++p) {
       const double x = static_cast<double>(std::max<int64_t>(p, 1) - seg.begin);
       bool ok;
       if (p < ramp_end) {
@@ -194,6 +195,10 @@ class Builder {
         return AllCapped(static_cast<size_t>(seg.stage), p);
       }
     }
+    if (p < end && capped_i == m && !DrawLinearBlocks(&p, end, cost, &capped_i)) {
+      SaveCounts();
+      return AllCapped(static_cast<size_t>(seg.stage), p);
+    }
     SaveCounts();
     if (capped_i == m) return p;
     // p is one past the position whose draw reached the cap.
@@ -202,6 +207,139 @@ class Builder {
     out_.caps.push_back({static_cast<int>(k), seg.stage, p, out_.counts[k]});
     if (p < end) GRIDFEED_RETURN_IF_ERROR(Recap(p));  // replaces seg and the dense arrays
     return p;
+  }
+
+  void Record(int64_t pos, size_t best, int64_t cost, size_t* capped_i) {
+    out_.tables.dataset_index[pos] = static_cast<int32_t>(idx_[best]);
+    out_.tables.dataset_sample_index[pos] = count_[best];
+    ++count_[best];
+    count_d_[best] = static_cast<double>(count_[best]);
+    used_d_[best] += cost;
+    if (cap_[best] >= 0 && used_d_[best] >= cap_[best]) *capped_i = best;
+  }
+
+  // The linear part's error of dense source i at y positions past the ramp (past begin without
+  // one), exactly as DrawSegment's scan forms it; -inf where the source is not eligible.
+  double LinearError(size_t i, double y) const {
+    const double error = (level_[i] + to_[i] * y) - count_d_[i];
+    return error > 0 || positive_[i] ? error : -std::numeric_limits<double>::infinity();
+  }
+
+  // The first dense source with the largest LinearError among ids[0, n) (ascending).
+  size_t BestLinear(const uint32_t* ids, size_t n, double y, double* best_error) const {
+    size_t best = idx_.size();
+    double best_e = -std::numeric_limits<double>::infinity();
+    for (size_t j = 0; j < n; ++j) {
+      const double e = LinearError(ids[j], y);
+      if (e > best_e) {
+        best_e = e;
+        best = ids[j];
+      }
+    }
+    *best_error = best_e;
+    return best;
+  }
+
+  // Positions [*p, end) of the current segment's linear part (past its ramp) without scanning
+  // every source at every position; stops after a draw that reaches a cap (*capped_i) and
+  // returns false, *p at that position, when no source is eligible there. The same draws as
+  // the scan in DrawSegment, by the argument of blend.cc's FastGreedy, without the groups:
+  //  - for a fixed count, LinearError is non-decreasing in the position: y is, to >= 0 so
+  //    fl(to * y) is, and fl(level + .) and fl(. - count) are monotone; a source with to == 0
+  //    has level + 0 * y == level, a constant error, and a constant eligibility. A larger count
+  //    gives a smaller or equal error and never makes an ineligible source eligible. So a
+  //    source's LinearError at a block's last position with its count at the block's start
+  //    bounds it at every position of the block.
+  //  - a block keeps the sources whose bound reaches a cut (ascending, so the first on ties is
+  //    found) and H, the largest other bound; a best candidate with an error > H is the scan's
+  //    choice (every other source is strictly below it), otherwise that position scans every
+  //    source and the block ends. The cut only decides the speed.
+  bool DrawLinearBlocks(int64_t* p_io, int64_t end, int64_t cost, size_t* capped_i) {
+    const BlendSegment& seg = out_.segments.back();
+    const double r = static_cast<double>(seg.ramp);
+    const size_t m = idx_.size();
+    auto y_at = [&](int64_t pos) {
+      const double x = static_cast<double>(std::max<int64_t>(pos, 1) - seg.begin);
+      return seg.ramp == 0 ? x : x - r;
+    };
+    all_.resize(m);
+    std::iota(all_.begin(), all_.end(), 0u);
+    cand_.resize(m);
+    bound_.resize(m);
+    double mean_w = 0;
+    for (size_t i = 0; i < m; ++i) mean_w += to_[i];
+    mean_w /= static_cast<double>(m);
+    const int64_t block =
+        std::max<int64_t>(4, static_cast<int64_t>(kBlockFactor * std::sqrt(m / 2.0)));
+    double margin = mean_w * static_cast<double>(block);
+    double floor_m = -std::numeric_limits<double>::infinity();
+    int64_t p = *p_io;
+    while (p < end && *capped_i == m) {
+      if (floor_m == -std::numeric_limits<double>::infinity()) {
+        double e;
+        const size_t best = BestLinear(all_.data(), m, y_at(p), &e);
+        if (best == m) {
+          *p_io = p;
+          return false;
+        }
+        Record(p++, best, cost, capped_i);
+        floor_m = e;
+        continue;
+      }
+      const int64_t block_end = std::min(end, p + block);
+      const double y_last = y_at(block_end - 1);
+      const double cut = floor_m - margin;
+      // LinearError at y_last, branch-free.
+      for (size_t i = 0; i < m; ++i) {
+        const double e = (level_[i] + to_[i] * y_last) - count_d_[i];
+        bound_[i] = (e > 0) | (positive_[i] != 0) ? e : -std::numeric_limits<double>::infinity();
+      }
+      size_t n_cand = 0;
+      double h0 = -std::numeric_limits<double>::infinity(), h1 = h0;
+      size_t i = 0;
+      for (; i + 1 < m; i += 2) {
+        const double u0 = bound_[i], u1 = bound_[i + 1];
+        const bool c0 = u0 >= cut, c1 = u1 >= cut;
+        cand_[n_cand] = static_cast<uint32_t>(i);
+        n_cand += c0;
+        cand_[n_cand] = static_cast<uint32_t>(i + 1);
+        n_cand += c1;
+        const double o0 = c0 ? -std::numeric_limits<double>::infinity() : u0;
+        const double o1 = c1 ? -std::numeric_limits<double>::infinity() : u1;
+        h0 = o0 > h0 ? o0 : h0;
+        h1 = o1 > h1 ? o1 : h1;
+      }
+      for (; i < m; ++i) {
+        const bool c = bound_[i] >= cut;
+        cand_[n_cand] = static_cast<uint32_t>(i);
+        n_cand += c;
+        const double o = c ? -std::numeric_limits<double>::infinity() : bound_[i];
+        h0 = o > h0 ? o : h0;
+      }
+      const double h = h0 > h1 ? h0 : h1;
+      double min_m = std::numeric_limits<double>::infinity();
+      bool missed = false;
+      while (p < block_end && *capped_i == m) {
+        const double y = y_at(p);
+        double e;
+        size_t best = BestLinear(cand_.data(), n_cand, y, &e);
+        if (!(e > h)) {
+          best = BestLinear(all_.data(), m, y, &e);
+          missed = true;
+          if (best == m) {
+            *p_io = p;
+            return false;
+          }
+        }
+        Record(p++, best, cost, capped_i);
+        min_m = std::min(min_m, e);
+        if (missed) break;
+      }
+      floor_m = min_m;
+      margin = missed ? 2 * margin : std::max(mean_w, margin * 0.9);
+    }
+    *p_io = p;
+    return true;
   }
 
   void SaveCounts() {
@@ -253,6 +391,11 @@ class Builder {
   std::vector<char> positive_;
   std::vector<int64_t> count_, used_d_, cap_;  // samples, cap units given, cap
   std::vector<int64_t> used_;                  // cap units given per source (saved)
+  std::vector<double> count_d_;                // count_ as doubles (exact)
+  std::vector<uint32_t> all_, cand_;           // DrawLinearBlocks' scratch
+  std::vector<double> bound_;
+  static constexpr size_t kFewSources = 16;
+  static constexpr double kBlockFactor = 2.0;
 };
 
 }  // namespace
