@@ -136,8 +136,8 @@ dargs "odd count of weight/prefix" "--data-args-path '$WORK/odd.txt' holds 3 ent
 printf '20 corpora/corpus_u16\nthirty corpora/corpus_i32\n' > "$WORK/nan.txt"
 dargs "non-number weight" "--data-args-path '$WORK/nan.txt': entry 3 \('thirty'\) is not a number" \
   "$WORK/nan.txt"
-truncate -s $((256 * 1024 * 1024 + 1)) "$WORK/huge.txt"  # sparse: no disk used
-dargs "a file over the bound" "--data-args-path '$WORK/huge.txt' is 268435457 bytes" \
+truncate -s $((64 * 1024 * 1024 + 1)) "$WORK/huge.txt"  # sparse: no disk used
+dargs "a file over the bound" "--data-args-path '$WORK/huge.txt' is 67108865 bytes" \
   "$WORK/huge.txt"
 rm -f "$WORK/huge.txt"
 expect_error "--data-path with --data-args-path" "--data-path and --data-args-path '$WORK/blend.txt' are exclusive" \
@@ -164,6 +164,11 @@ psplit "a number as a prefix" '{"train": ["corpora/corpus_u16", 3, "corpora/corp
   "entry 2 \(3\) is a number where a prefix is expected"
 psplit "a wrong type" '{"train": {"a": 1}, "valid": null, "test": null}' "must be a list"
 psplit "all null" '{"train": null, "valid": null, "test": null}' "names no dataset"
+# More values than the bound, refused before parsing (2^22 + 1 commas).
+/usr/bin/python3 -c "import sys; sys.stdout.write('{\"train\": [' + '1,' * (1 << 22) + '1], \"valid\": null, \"test\": null}')" \
+  > "$WORK/many.json"
+expect_error "too many JSON values" "--per-split-data-args-path '$WORK/many.json' holds more than 4194304 JSON values" \
+  tables "${split_common[@]}" --per-split-data-args-path "$WORK/many.json" --out "$WORK/x"
 psplit "too deep" '{"train": [[[[[[[[["a"]]]]]]]]], "valid": null, "test": null}' "nests deeper"
 expect_error "--per-split-data-args-path with --split" \
   "--split '1,1,1' and --per-split-data-args-path '$WORK/splits.json' are incompatible" \

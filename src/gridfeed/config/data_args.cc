@@ -36,7 +36,7 @@ Result<std::string> ReadBounded(const char* flag, const std::string& path) {
   if (st.st_size > kMaxDataArgsFileBytes) {
     ::close(*fd);
     return InvalidArgument(where + " is " + std::to_string(st.st_size) +
-                           " bytes, more than the 256 MiB a data list may hold");
+                           " bytes, more than the 64 MiB a data list may hold");
   }
   std::string out(static_cast<size_t>(st.st_size), '\0');
   size_t have = 0;
@@ -56,10 +56,15 @@ Result<std::string> ReadBounded(const char* flag, const std::string& path) {
   return out;
 }
 
-// Nesting of arrays and objects outside strings; the parser is not asked to build deeper
-// documents than these formats have.
-int JsonDepth(const std::string& text) {
-  int depth = 0, deepest = 0;
+// The nesting of arrays and objects and the number of values (commas and openings), outside
+// strings: the parser is not asked to build deeper or larger documents than these formats have.
+struct JsonShape {
+  int depth = 0;
+  int64_t values = 0;
+};
+JsonShape ShapeOf(const std::string& text) {
+  JsonShape shape;
+  int depth = 0;
   bool in_string = false, escaped = false;
   for (char c : text) {
     if (in_string) {
@@ -73,19 +78,27 @@ int JsonDepth(const std::string& text) {
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
+      shape.depth = std::max(shape.depth, ++depth);
+      ++shape.values;
     } else if (c == ']' || c == '}') {
       --depth;
+    } else if (c == ',') {
+      ++shape.values;
     }
   }
-  return deepest;
+  return shape;
 }
 
 Result<nlohmann::json> ParseJson(const char* flag, const std::string& path) {
   GRIDFEED_ASSIGN_OR_RETURN(const std::string text, ReadBounded(flag, path));
-  if (JsonDepth(text) > kMaxJsonDepth) {
+  const JsonShape shape = ShapeOf(text);
+  if (shape.depth > kMaxJsonDepth) {
     return InvalidArgument(Where(flag, path) + " nests deeper than " +
                            std::to_string(kMaxJsonDepth) + " levels; not this format");
+  }
+  if (shape.values > 4 * kMaxDataArgsEntries) {
+    return InvalidArgument(Where(flag, path) + " holds more than " +
+                           std::to_string(4 * kMaxDataArgsEntries) + " JSON values");
   }
   try {
     return nlohmann::json::parse(text);

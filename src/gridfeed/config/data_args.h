@@ -17,8 +17,9 @@
 // or --per-split-data-args-path; --per-split-data-args-path and --split (each split has its
 // own list). gridfeed also refuses a blend list and per-split lists together (Megatron
 // silently reads the blend). Every error is InvalidArgument naming the flag and the file.
-// Files are bounded in size (kMaxDataArgsFileBytes) and lists in entries
-// (kMaxDataArgsEntries) before anything is allocated for them. Local; thread compatible.
+// Files are bounded in size (kMaxDataArgsFileBytes), lists in entries (kMaxDataArgsEntries)
+// and JSON files in values (4 x kMaxDataArgsEntries, counted before parsing) before anything
+// is allocated for them. Local; thread compatible.
 #pragma once
 
 #include <array>
@@ -33,8 +34,8 @@
 
 namespace gridfeed::config {
 
-inline constexpr int64_t kMaxDataArgsFileBytes = int64_t{1} << 28;  // 256 MiB
-inline constexpr int64_t kMaxDataArgsEntries = int64_t{1} << 22;    // weights + prefixes
+inline constexpr int64_t kMaxDataArgsFileBytes = int64_t{1} << 26;  // 64 MiB
+inline constexpr int64_t kMaxDataArgsEntries = int64_t{1} << 20;    // weights + prefixes
 
 // The --data-args-path list: the file's whitespace-separated entries, shape checked
 // (CheckDataPathList).
