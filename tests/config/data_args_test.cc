@@ -111,12 +111,15 @@ TEST(LoadDataArgFiles, ValidateRefusesAFileThatWasNotRead) {
   o.data.seq_length = 8;
   o.data.data_args_path = "blend.txt";
   ExpectError(Validate(o), "--data-args-path 'blend.txt' was not read");
+  o.data.data_path = {"p"};  // a list beside an unread file is refused too (it would be ignored)
+  ExpectError(Validate(o), "--data-args-path 'blend.txt' was not read");
   o = JobOptions();
   o.data.seq_length = 8;
   o.data.data_path = {"p"};
   o.data.per_dataset_sequences_path = "seq.json";
   ExpectError(Validate(o), "--per-dataset-sequences-path 'seq.json' was not read");
   o.data.sequences_per_dataset = std::make_shared<const SequencesPerDataset>();
+  o.data.data_arg_files_read = true;
   EXPECT_TRUE(Validate(o).ok());
   o.data.sft = true;
   o.data.tokenizer_model = "tok";

@@ -340,6 +340,7 @@ Status LoadDataArgFiles(JobOptions* o) {
                               ReadPerDatasetSequences(d.per_dataset_sequences_path));
     d.sequences_per_dataset = std::make_shared<const SequencesPerDataset>(std::move(counts));
   }
+  d.data_arg_files_read = true;
   return Status::Ok();
 }
 

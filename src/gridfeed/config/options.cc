@@ -407,19 +407,16 @@ Status ValidateDataArgFiles(const JobOptions& o) {
   const std::string unread =
       " was not read (config::LoadDataArgFiles reads it for the command line and a YAML file; "
       "elsewhere give the lists it holds)";
-  if (!d.data_args_path.empty() && d.data_path.empty()) {
-    return InvalidArgument("--data-args-path '" + d.data_args_path + "'" + unread);
-  }
-  if (!d.per_split_data_args_path.empty() && d.train_data_path.empty() &&
-      d.valid_data_path.empty() && d.test_data_path.empty()) {
-    return InvalidArgument("--per-split-data-args-path '" + d.per_split_data_args_path + "'" +
-                           unread);
+  const std::pair<const char*, const std::string*> files[] = {
+      {"--data-args-path", &d.data_args_path},
+      {"--per-split-data-args-path", &d.per_split_data_args_path},
+      {"--per-dataset-sequences-path", &d.per_dataset_sequences_path}};
+  for (const auto& [flag, path] : files) {
+    if (!path->empty() && !d.data_arg_files_read) {
+      return InvalidArgument(std::string(flag) + " '" + *path + "'" + unread);
+    }
   }
   if (!d.per_dataset_sequences_path.empty()) {
-    if (!d.sequences_per_dataset) {
-      return InvalidArgument("--per-dataset-sequences-path '" + d.per_dataset_sequences_path + "'" +
-                             unread);
-    }
     if (d.is_olmo() || d.is_mixture() || d.is_sft()) {
       return InvalidArgument(
           "--per-dataset-sequences-path counts the .idx files of Megatron's --data-path and "

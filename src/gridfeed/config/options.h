@@ -42,7 +42,8 @@ struct DataOptions {
   // sequences_per_dataset, are checked against each index when the index is opened.
   std::string per_dataset_sequences_path;
   std::shared_ptr<const SequencesPerDataset> sequences_per_dataset;  // null: not read
-  std::string split;  // empty = Megatron's legacy "969, 30, 1"
+  bool data_arg_files_read = false;  // LoadDataArgFiles ran (Validate refuses unread files)
+  std::string split;                 // empty = Megatron's legacy "969, 30, 1"
   int64_t seq_length = 0;
   int64_t seed = 1234;
   std::string train_samples = "none";  // N or "none" (one epoch / exhaustive)
