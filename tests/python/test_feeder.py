@@ -142,6 +142,32 @@ def test_sft_micro_batches_are_megatrons_flattened_ones():
             assert repr(mb).startswith("<gridfeed.MicroBatch packed [1 x 96] tokens"), repr(mb)
 
 
+def test_fim_micro_batches_are_megatrons_dataloader_ones(monkeypatch):
+    """fim_data=True at one rank with Megatron's default 2 DataLoader workers: the golden
+    loader run l1 of case u16_L64_r05_spm05_1to1, micro-batch by micro-batch."""
+    golden = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          "golden", "megatron-fim")
+    case = os.path.join(golden, "cases", "u16_L64_r05_spm05_1to1")
+    i = json.load(open(os.path.join(case, "case.json")))["inputs"]
+    monkeypatch.chdir(golden)  # the case's paths are relative to it
+    kw = {"fim_data": True, "data_path": i["data_path"], "split": i["split"],
+          "train_samples": i["sizes"][0], "valid_samples": i["sizes"][1],
+          "test_samples": i["sizes"][2], "seq_length": i["seq_length"], "seed": i["seed"],
+          "tokenizer_model": i["tokenizer_dir"], "special_tokens": i["special_tokens_arg"],
+          "fim_rate": i["fim_rate"], "fim_spm_rate": i["fim_spm_rate"],
+          "mid_level_dataset_surplus": float(i["mid_level_dataset_surplus"])}
+    loader = os.path.join(case, "loaders", "l1", "dp_rank_0")
+    with gridfeed.Feeder(comm=MPI.COMM_WORLD, micro_batch_size=4, global_batch_size=4,
+                         **kw) as f:
+        assert f.options["num_workers"] == 2
+        for k in range(4):
+            mb = f.next()
+            assert list(mb.sample_indices) == list(np.load(f"{loader}/sample_indices.npy")[k])
+            for key in ["tokens", "labels", "loss_mask", "position_ids"]:
+                want = np.load(f"{loader}/{key}.npy")[k]
+                assert mb[key].dtype == want.dtype and np.array_equal(mb[key], want), (k, key)
+
+
 def test_views_share_the_batch_memory_and_outlive_it(job):
     f = open_feeder(job)
     mb = f.next()

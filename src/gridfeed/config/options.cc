@@ -153,6 +153,10 @@ const std::vector<OptionRow>& Table() {
       {"fim-data", G::kData, C::kUnlessDefault,
        "Megatron's FIM: GPT samples rearranged into prefix/suffix/middle (needs --tokenizer-model)",
        GF_FIELD(data.fim_data)},
+      {"num-workers", G::kData, C::kUnlessDefault,
+       "Megatron's DataLoader workers per DP rank; only FIM samples depend on it (one random "
+       "stream per worker, worker w fetching micro-batches w, w + W, ...; 0: one stream)",
+       GF_FIELD(data.num_workers)},
       {"fim-rate", G::kData, C::kUnlessDefault, "FIM: probability of a FIM permutation",
        GF_FIELD(data.fim_rate)},
       {"fim-spm-rate", G::kData, C::kUnlessDefault, "FIM: probability of SPM (else PSM)",
@@ -479,6 +483,12 @@ Status ValidateFim(const JobOptions& o) {
                                        : d.is_olmo() ? "--olmo-paths"
                                                      : "--mixture-schedule"));
   }
+  if (!o.run.ledger.empty()) {
+    // An audit replays positions one by one, not in each worker's fetch order.
+    return InvalidArgument(
+        "--ledger with --fim-data: auditing FIM runs (whose samples depend on each DataLoader "
+        "worker's fetch order) is not built yet; run without --ledger");
+  }
   if (d.tokenizer_model.empty()) {
     return InvalidArgument(
         "--fim-data needs --tokenizer-model (a folder holding gf_tokenizer.json): FIM decodes "
@@ -598,6 +608,7 @@ Status Validate(const JobOptions& o) {
   const auto& d = o.data;
   if (d.seq_length <= 0) return InvalidArgument("--seq-length must be given and positive");
   GRIDFEED_RETURN_IF_ERROR(Range("seq-length", d.seq_length, 1, int64_t{1} << 40, "in [1, 2^40]"));
+  GRIDFEED_RETURN_IF_ERROR(Range("num-workers", d.num_workers, 0, 1024, "in [0, 1024]"));
   if (d.is_mixture()) GRIDFEED_RETURN_IF_ERROR(ValidateMixture(o));
   if (d.is_sft()) GRIDFEED_RETURN_IF_ERROR(ValidateSft(o));
   if (d.is_fim()) GRIDFEED_RETURN_IF_ERROR(ValidateFim(o));

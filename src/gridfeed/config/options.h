@@ -104,7 +104,9 @@ struct DataOptions {
   std::string fim_suffix_token = "<fim_suffix>";
   std::string fim_pad_token = "<fim_pad>";
   std::string fim_eod_token = "<|endoftext|>";
-  std::vector<std::string> special_tokens;         // Megatron's --special-tokens
+  std::vector<std::string> special_tokens;  // Megatron's --special-tokens
+  // Megatron's DataLoader workers per DP rank: FIM's random streams are one per worker.
+  int64_t num_workers = 2;
   bool dataloader_inter_document_masking = false;  // FIM: cu_seqlens [0, L], max_seqlen L
   bool is_fim() const { return fim_data; }
   bool is_sft() const { return sft; }

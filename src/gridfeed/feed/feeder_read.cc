@@ -89,10 +89,12 @@ void Feeder::Impl::Prefetch() {
   auto walker = schedule->Walk(grid->dp_rank());
   order::StepBatch batch;
   order::AssemblyScratch scratch;
-  for (;;) {
+  const bool fetch_ordered = view->fetch_ordered();
+  for (int64_t k = 0;; ++k) {
     Prefetched item;
     try {
       if (!walker.Next(&batch)) return;
+      if (fetch_ordered) view->BeginMicroBatch(k);
       item.status = Assemble(batch, &item.payload, &item.records, &scratch);
     } catch (const std::bad_alloc&) {
       item.status = Internal("out of memory while assembling a micro-batch");

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <span>
 
+#include "gridfeed/core/check.h"
 #include "gridfeed/core/log.h"
 #include "gridfeed/io/mmap_file.h"
 #include "gridfeed/order/table_image.h"
@@ -104,6 +105,15 @@ class MegatronView final : public OrderView {
   bool is_blend(Split split) const override {
     const auto& s = view_.splits[static_cast<int>(split)];
     return s && s->blended;
+  }
+
+  SampleRecord Window(Split split, int64_t position, std::vector<int64_t>* window) const {
+    const int i = static_cast<int>(split);
+    const SplitView& s = *view_.splits[i];
+    const auto [k, j] = s.Locate(position);
+    const auto& source = s.sources[k];
+    GatherWindow(*bound_[i][k], source.tables, j, options_[i][k].seq_length, window);
+    return MakeSampleRecord(position, k, j, source.tables, {});
   }
 
   int SourceOf(Split split, int64_t position) const override {
@@ -208,6 +218,13 @@ class MegatronPipeline final : public Pipeline {
 };
 
 }  // namespace
+
+SampleRecord MegatronWindow(const OrderView& view, Split split, int64_t position,
+                            std::vector<int64_t>* window) {
+  const auto* megatron = dynamic_cast<const MegatronView*>(&view);
+  GRIDFEED_CHECK(megatron != nullptr);
+  return megatron->Window(split, position, window);
+}
 
 std::unique_ptr<BuiltOrder> MakeMegatronBuilt(BuiltDatasets built, SampleOptions sample_options) {
   return std::make_unique<MegatronBuilt>(std::move(built), sample_options);

@@ -25,6 +25,11 @@ SampleOptions MegatronSampleOptions(const config::DataOptions& o);
 std::unique_ptr<BuiltOrder> MakeMegatronBuilt(BuiltDatasets built, SampleOptions sample_options);
 Result<std::unique_ptr<OrderView>> ViewMegatronImage(std::span<const std::byte> image,
                                                      SampleOptions sample_options);
+// The L + 1 token window of `position` (GatherWindow: what GPTFIMDataset rearranges) and its
+// record (token_xxh3 0), from a view ViewMegatronImage or MakeMegatronBuilt made (checked).
+// REQUIRES: its token stores open.
+SampleRecord MegatronWindow(const OrderView& view, Split split, int64_t position,
+                            std::vector<int64_t>* window);
 // Builds every table (logs warnings and phase times): what `gridfeed tables` writes out.
 Result<BuiltDatasets> BuildMegatronDatasets(const config::DataOptions& o);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "gridfeed/order/fim/fim_pipeline.h"
 #include "gridfeed/order/megatron_pipeline.h"
 #include "gridfeed/order/mixture_pipeline.h"
 #include "gridfeed/order/olmo/olmo_pipeline.h"
@@ -86,11 +87,14 @@ Result<StagePlan> Pipeline::Stages() const {
 
 Result<std::unique_ptr<Pipeline>> Pipeline::For(const config::JobOptions& options) {
   if (options.data.is_fim()) {
-    // Only the offline items exist so far (order/fim/); feeding GPT samples instead would be
-    // silently wrong data.
-    return InvalidArgument(
-        "--fim-data: gridfeed reproduces FIM samples offline (`gridfeed samples --fim-data`); "
-        "feeding them (run, the Python Feeder, audit) is not built yet");
+    if (options.data.dataloader_inter_document_masking) {
+      // Its cu_seqlens per sample are not in the GPT schema yet; GPT fields alone would be
+      // silently other data.
+      return InvalidArgument(
+          "--fim-data with --dataloader-inter-document-masking: feeding its per-sample "
+          "cu_seqlens is not built yet (`gridfeed samples` writes them)");
+    }
+    return fim::MakeFimPipeline(options);
   }
   if (options.data.is_sft()) return sft::MakeSftPipeline(options);
   if (options.data.is_olmo()) return MakeOlmoPipeline(options);

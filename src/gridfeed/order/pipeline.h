@@ -133,6 +133,14 @@ class OrderView {
   virtual Status ReadPacked(Split split, std::span<const int64_t> positions,
                             const PackedTargets& out, bool hash_tokens,
                             std::vector<SampleRecord>* records) const;
+  // Orders whose samples depend on the order they are fetched in (FIM: one random stream per
+  // Megatron DataLoader worker, advanced by every fetch). A reader of such a view fetches its
+  // DP rank's micro-batches in order from the run's start (or resume: streams restart there,
+  // as Megatron's rebuilt datasets do) and calls BeginMicroBatch(k) before the positions of
+  // the k-th (k = 0, 1, ...; a view made for another DP rank starts its own walk at 0). Read
+  // and ReadFields of such a view then change its state: one thread at a time.
+  virtual bool fetch_ordered() const { return false; }
+  virtual void BeginMicroBatch(int64_t k) const { (void)k; }
   // Whether the split's positions are spread over sources by a blend table (also with one
   // weighted source).
   virtual bool is_blend(Split split) const = 0;
@@ -157,9 +165,10 @@ class BuiltOrder {
 
 class Pipeline {
  public:
-  // The pipeline these options select: SFT's with --sft (sft/sft_pipeline.h), OLMo's with
-  // --olmo-paths, the scheduled mixture's with --mixture-schedule (mixture_pipeline.h), else
-  // Megatron's; InvalidArgument for --fim-data (only offline so far). Options are
+  // The pipeline these options select: FIM's with --fim-data (fim/fim_pipeline.h; refused with
+  // --dataloader-inter-document-masking), SFT's with --sft (sft/sft_pipeline.h), OLMo's with
+  // --olmo-paths (olmo/), the scheduled mixture's with --mixture-schedule
+  // (mixture_pipeline.h), else Megatron's. Options are
   // validated already; orders that depend on the batch geometry (OLMo's) read the DP size
   // (0 = 1, offline), batch sizes and --train-iters (how many epochs to build) from them.
   static Result<std::unique_ptr<Pipeline>> For(const config::JobOptions& options);

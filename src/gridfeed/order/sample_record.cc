@@ -13,8 +13,12 @@ SampleRecord MakeSampleRecord(int64_t position, int dataset, int64_t dataset_sam
   const int64_t j = t.ShuffleAt(dataset_sample);
   r.first_document = t.document_index[static_cast<size_t>(t.SampleDoc(j))];
   r.first_offset = t.SampleOffset(j);
-  if (!tokens.empty()) r.token_xxh3 = XXH3_64bits(tokens.data(), tokens.size_bytes());
+  if (!tokens.empty()) r.token_xxh3 = TokenDigest(tokens);
   return r;
+}
+
+uint64_t TokenDigest(std::span<const int64_t> tokens) {
+  return XXH3_64bits(tokens.data(), tokens.size_bytes());
 }
 
 }  // namespace gridfeed::order

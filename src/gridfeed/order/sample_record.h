@@ -25,6 +25,9 @@ struct SampleRecord {
   bool operator==(const SampleRecord&) const = default;
 };
 
+// The token hash of a record: XXH3-64 of the int64 tokens.
+uint64_t TokenDigest(std::span<const int64_t> tokens);
+
 // `tables` are the tables of source `dataset`; `tokens` the whole sample's tokens as
 // AssembleSample gives them, hashed into token_xxh3 unless empty (token_xxh3 stays 0).
 SampleRecord MakeSampleRecord(int64_t position, int dataset, int64_t dataset_sample,

@@ -1,5 +1,8 @@
 #include "gridfeed/order/fim/fim_dataset.h"
 
+#include <xxhash.h>
+
+#include "gridfeed/io/file_util.h"
 #include "gridfeed/order/megatron_pipeline.h"
 #include "gridfeed/order/sample_fields.h"
 
@@ -17,15 +20,19 @@ Result<int64_t> TokenIdOf(const io::TextTokenizer& tok, const std::string& flag,
 
 }  // namespace
 
-Result<std::unique_ptr<FimDataset>> FimDataset::Open(const config::JobOptions& o) {
+Result<FimSetup> OpenFimSetup(const config::JobOptions& o) {
   GRIDFEED_RETURN_IF_ERROR(config::Validate(o));
   const config::DataOptions& d = o.data;
-  std::unique_ptr<FimDataset> ds(new FimDataset());
+  FimSetup setup;
   io::TextTokenizerOptions topt;
   topt.special_tokens = d.special_tokens;
-  GRIDFEED_ASSIGN_OR_RETURN(ds->tokenizer_, io::LoadTextTokenizer(d.tokenizer_model, topt));
-  const io::TextTokenizer& tok = *ds->tokenizer_;
-  FimConfig& f = ds->fim_;
+  GRIDFEED_ASSIGN_OR_RETURN(auto loaded, io::LoadTextTokenizer(d.tokenizer_model, topt));
+  setup.tokenizer = std::move(loaded);
+  const io::TextTokenizer& tok = *setup.tokenizer;
+  GRIDFEED_ASSIGN_OR_RETURN(const std::string tok_bytes, io::ReadFileToString(tok.path()));
+  setup.tokenizer_xxh3 = XXH3_64bits(tok_bytes.data(), tok_bytes.size());
+  setup.tokenizer_bytes = static_cast<int64_t>(tok_bytes.size());
+  FimConfig& f = setup.fim;
   f.rate = d.fim_rate;
   f.spm_rate = d.fim_spm_rate;
   f.fragment_rate = d.fim_fragment_rate;
@@ -45,17 +52,54 @@ Result<std::unique_ptr<FimDataset>> FimDataset::Open(const config::JobOptions& o
   }
   // The GPT side: the tokenizer's eod and pad, Megatron's collision rule (a pad equal to one
   // of the tokenizer's single special tokens is replaced by -1).
-  config::DataOptions gpt = d;
-  gpt.eod_id = *tok.eos_id();
-  gpt.pad_id = tok.pad_id().value_or(-1);
-  GRIDFEED_ASSIGN_OR_RETURN(ds->built_, BuildMegatronDatasets(gpt));
-  ds->view_ = ViewOf(ds->built_);
-  ds->sample_options_ = MegatronSampleOptions(gpt);  // a pad equal to the eod becomes -1
+  setup.gpt = d;
+  setup.gpt.eod_id = *tok.eos_id();
+  setup.gpt.pad_id = tok.pad_id().value_or(-1);
+  setup.sample_options = MegatronSampleOptions(setup.gpt);  // a pad equal to the eod becomes -1
   for (const auto& other : {tok.bos_id(), tok.unk_id()}) {
-    if (other && gpt.pad_id == *other) ds->sample_options_.pad_id = -1;
+    if (other && setup.gpt.pad_id == *other) setup.sample_options.pad_id = -1;
   }
-  ds->inter_document_masking_ = d.dataloader_inter_document_masking;
-  ds->seed_ = static_cast<uint32_t>(d.seed);
+  setup.inter_document_masking = d.dataloader_inter_document_masking;
+  setup.seed = static_cast<uint32_t>(d.seed);
+  return setup;
+}
+
+Status FimSample(const FimSetup& setup, std::span<const int64_t> window, FimRandom* rng,
+                 Sample* out) {
+  const SampleOptions& so = setup.sample_options;
+  const int64_t L = so.seq_length;
+  GRIDFEED_ASSIGN_OR_RETURN(const std::vector<int64_t> v,
+                            FimTransform(*setup.tokenizer, setup.fim, window, L + 1, rng));
+  const auto S = static_cast<size_t>(L);
+  out->tokens.resize(S);
+  out->labels.resize(S);
+  out->loss_mask.resize(S);
+  out->position_ids.resize(S);
+  out->attention_mask.resize(so.create_attention_mask ? S * S : 0);
+  FieldTargets t;
+  t.tokens = out->tokens.data();
+  t.labels = out->labels.data();
+  t.loss_mask = out->loss_mask.data();
+  t.position_ids = out->position_ids.data();
+  t.attention_mask = out->attention_mask.empty() ? nullptr : out->attention_mask.data();
+  WindowFields(v.data(), so, t);
+  out->cu_seqlens.clear();
+  out->max_seqlen = 0;
+  if (setup.inter_document_masking) {
+    // GPTFIMDataset reports one document of L + 1 tokens: cu_seqlens [0, L] padded with L.
+    out->cu_seqlens.assign(S + 1, static_cast<int32_t>(L));
+    out->cu_seqlens[0] = 0;
+    out->max_seqlen = static_cast<int32_t>(L);
+    for (size_t i = 0; i < S; ++i) out->position_ids[i] = static_cast<int64_t>(i);
+  }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<FimDataset>> FimDataset::Open(const config::JobOptions& o) {
+  std::unique_ptr<FimDataset> ds(new FimDataset());
+  GRIDFEED_ASSIGN_OR_RETURN(ds->setup_, OpenFimSetup(o));
+  GRIDFEED_ASSIGN_OR_RETURN(ds->built_, BuildMegatronDatasets(ds->setup_.gpt));
+  ds->view_ = ViewOf(ds->built_);
   for (int i = 0; i < 3; ++i) {
     if (ds->view_.splits[i]) ds->streams_[i].resize(ds->view_.splits[i]->sources.size());
   }
@@ -81,38 +125,13 @@ Status FimDataset::Read(Split split, int64_t p, Sample* out, FimSource* source,
   source->sample = sample;
   const SourceView& src = sv.sources[k];
   const io::IndexedDataset& store = *built_.splits[si]->mids[k].dataset;
-  const int64_t L = sample_options_.seq_length;
-  GatherWindow(store, src.tables, sample, L, &source->window);
+  GatherWindow(store, src.tables, sample, setup_.sample_options.seq_length, &source->window);
   auto& stream = streams_[si][k];
-  if (!stream) stream = std::make_unique<FimRandom>(seed_);
+  if (!stream) stream = std::make_unique<FimRandom>(setup_.seed);
   stream->set_trace(trace);
-  auto fimmed = FimTransform(*tokenizer_, fim_, source->window, L + 1, stream.get());
+  Status st = FimSample(setup_, source->window, stream.get(), out);
   stream->set_trace(nullptr);
-  if (!fimmed.ok()) return fimmed.status();
-  const std::vector<int64_t>& v = *fimmed;
-  const auto S = static_cast<size_t>(L);
-  out->tokens.resize(S);
-  out->labels.resize(S);
-  out->loss_mask.resize(S);
-  out->position_ids.resize(S);
-  out->attention_mask.resize(sample_options_.create_attention_mask ? S * S : 0);
-  FieldTargets t;
-  t.tokens = out->tokens.data();
-  t.labels = out->labels.data();
-  t.loss_mask = out->loss_mask.data();
-  t.position_ids = out->position_ids.data();
-  t.attention_mask = out->attention_mask.empty() ? nullptr : out->attention_mask.data();
-  WindowFields(v.data(), sample_options_, t);
-  out->cu_seqlens.clear();
-  out->max_seqlen = 0;
-  if (inter_document_masking_) {
-    // GPTFIMDataset reports one document of L + 1 tokens: cu_seqlens [0, L] padded with L.
-    out->cu_seqlens.assign(S + 1, static_cast<int32_t>(L));
-    out->cu_seqlens[0] = 0;
-    out->max_seqlen = static_cast<int32_t>(L);
-    for (size_t i = 0; i < S; ++i) out->position_ids[i] = static_cast<int64_t>(i);
-  }
-  return Status::Ok();
+  return st;
 }
 
 }  // namespace gridfeed::order::fim

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "gridfeed/config/options.h"
@@ -30,6 +31,28 @@ struct FimSource {
   std::vector<int64_t> window;  // the L + 1 tokens before FIM
 };
 
+// What FIM needs beside the GPT tables, the same on every rank: the tokenizer (loaded from
+// --tokenizer-model with --special-tokens), FIM's ids and rates, and the GPT side (the
+// tokenizer's eod and pad: the options the tables are built from and the samples assembled with).
+struct FimSetup {
+  std::shared_ptr<const io::TextTokenizer> tokenizer;
+  uint64_t tokenizer_xxh3 = 0;  // of its file
+  int64_t tokenizer_bytes = 0;
+  FimConfig fim;
+  config::DataOptions gpt;
+  SampleOptions sample_options;
+  bool inter_document_masking = false;
+  uint32_t seed = 0;
+};
+// InvalidArgument names the flag of a token the tokenizer does not have.
+Result<FimSetup> OpenFimSetup(const config::JobOptions& o);
+
+// One fetch: the L + 1 token `window` rearranged with draws from `rng`, then assembled into
+// GPT fields: tokens, labels, loss_mask, position_ids, attention_mask (with
+// --create-attention-mask), cu_seqlens/max_seqlen (with --dataloader-inter-document-masking).
+Status FimSample(const FimSetup& setup, std::span<const int64_t> window, FimRandom* rng,
+                 Sample* out);
+
 class FimDataset {
  public:
   // Loads --tokenizer-model with --special-tokens, resolves the FIM token ids and builds the
@@ -38,11 +61,11 @@ class FimDataset {
 
   int64_t length(Split split) const;
   bool is_blend(Split split) const;
-  int64_t seq_length() const { return sample_options_.seq_length; }
-  const SampleOptions& sample_options() const { return sample_options_; }
-  const io::TextTokenizer& tokenizer() const { return *tokenizer_; }
+  int64_t seq_length() const { return setup_.sample_options.seq_length; }
+  const SampleOptions& sample_options() const { return setup_.sample_options; }
+  const io::TextTokenizer& tokenizer() const { return *setup_.tokenizer; }
   // The FIM ids of a split's source (the same for every source: one tokenizer).
-  const FimConfig& fim_config() const { return fim_; }
+  const FimConfig& fim_config() const { return setup_.fim; }
 
   // The next fetch of top-level position p of `split` (REQUIRES 0 <= p < length(split)):
   // tokens, labels, loss_mask, position_ids, attention_mask (with --create-attention-mask),
@@ -53,13 +76,9 @@ class FimDataset {
 
  private:
   FimDataset() = default;
-  std::unique_ptr<io::TextTokenizer> tokenizer_;
+  FimSetup setup_;
   BuiltDatasets built_;
   TableView view_;
-  SampleOptions sample_options_;
-  FimConfig fim_;
-  bool inter_document_masking_ = false;
-  uint32_t seed_ = 0;
   std::array<std::vector<std::unique_ptr<FimRandom>>, 3> streams_;  // per split, per source
 };
 
