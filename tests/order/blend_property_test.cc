@@ -132,7 +132,8 @@ int64_t SizeFor(size_t n) {
 
 TEST(BlendProperty, StaticEqualsReferenceOnEveryShape) {
   std::mt19937_64 rng(25);
-  for (size_t n : {size_t{1}, size_t{2}, size_t{3}, size_t{17}, size_t{1000}, size_t{5000}}) {
+  for (size_t n :
+       {size_t{1}, size_t{2}, size_t{3}, size_t{17}, size_t{200}, size_t{1000}, size_t{5000}}) {
     for (Shape shape : kShapes) {
       const auto w = Weights(shape, n, rng);
       const int64_t size = SizeFor(n);
@@ -156,6 +157,20 @@ TEST(BlendProperty, StaticEqualsReferenceOnSmallRandomCases) {
     SCOPED_TRACE("trial " + std::to_string(trial) + ": " + Name(shape) + ", " + std::to_string(n) +
                  " sources, " + std::to_string(size) + " positions");
     ASSERT_EQ(FirstDifference(BuildBlendingIndices(w, size), ReferenceGreedy(w, size)), -1);
+  }
+}
+
+TEST(BlendProperty, StaticExactTiesAtZeroGoToTheLowestIndex) {
+  // Dyadic weights make every error exactly 0 at some positions; Megatron's rule then gives the
+  // position to source 0, whose weight is 0 (at position 512, once, by the rule itself).
+  std::vector<double> w = {0.0};
+  for (int i = 0; i < 32; ++i) w.push_back(1.0 / 64);
+  for (int i = 0; i < 64; ++i) w.push_back(1.0 / 256);
+  for (int i = 0; i < 128; ++i) w.push_back(1.0 / 512);
+  for (int64_t size : {int64_t{511}, int64_t{512}, int64_t{513}, int64_t{100000}}) {
+    SCOPED_TRACE(std::to_string(size) + " positions");
+    const BlendTables want = ReferenceGreedy(w, size);
+    ASSERT_EQ(FirstDifference(BuildBlendingIndices(w, size), want), -1);
   }
 }
 
@@ -247,7 +262,7 @@ std::vector<double> StageWeights(Shape shape, size_t n, std::mt19937_64& rng) {
 
 TEST(BlendProperty, ScheduledEqualsReferenceOverStagesRampsAndCaps) {
   std::mt19937_64 rng(2525);
-  for (size_t n : {size_t{2}, size_t{3}, size_t{17}, size_t{1000}}) {
+  for (size_t n : {size_t{2}, size_t{3}, size_t{17}, size_t{200}, size_t{1000}}) {
     const int trials = n <= 17 ? 60 : 8;
     const int64_t stage_max = n <= 17 ? 20000 : 30000;
     for (int trial = 0; trial < trials; ++trial) {
@@ -284,7 +299,7 @@ TEST(BlendProperty, ScheduledEqualsReferenceOverStagesRampsAndCaps) {
 
 TEST(BlendProperty, ScheduledOneStageEqualsStaticReference) {
   std::mt19937_64 rng(52);
-  for (size_t n : {size_t{3}, size_t{17}, size_t{1000}}) {
+  for (size_t n : {size_t{3}, size_t{17}, size_t{200}, size_t{1000}}) {
     for (Shape shape :
          {Shape::kUniform, Shape::kEqual, Shape::kTiny, Shape::kHeavyTail, Shape::kFewValues}) {
       const auto w = StageWeights(shape, n, rng);

@@ -22,7 +22,8 @@ struct BlendTables {
 // (blend.cc argues why the tables are identical to scanning every source at every position):
 // a small multiple of sqrt(sources) exact errors per position on uneven weights, not `sources`;
 // weights that are nearly but not exactly equal leave more candidates (no worse than the scan
-// asymptotically). Weights outside [0, 2^10] or more than 2^40 positions take the plain scan.
+// asymptotically). Fewer than 96 sources, weights outside [0, 2^10] or more than 2^40
+// positions take the plain scan.
 BlendTables BuildBlendingIndices(const std::vector<double>& weights, int64_t size);
 // Exhaustive: weights from the sizes; a dataset leaves the race once all its samples are used.
 BlendTables BuildExhaustiveBlendingIndices(const std::vector<int64_t>& sizes);

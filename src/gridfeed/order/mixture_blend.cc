@@ -394,7 +394,7 @@ class Builder {
   std::vector<double> count_d_;                // count_ as doubles (exact)
   std::vector<uint32_t> all_, cand_;           // DrawLinearBlocks' scratch
   std::vector<double> bound_;
-  static constexpr size_t kFewSources = 16;
+  static constexpr size_t kFewSources = 96;  // below it the scan is faster
   static constexpr double kBlockFactor = 2.0;
 };
 

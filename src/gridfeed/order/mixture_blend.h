@@ -7,7 +7,7 @@
 // reaches its cap (max_epochs worth of samples) drops to weight 0 from the next position and the
 // others' weights are renormalised. One stage without ramp or caps gives exactly
 // BuildBlendingIndices' tables (same doubles in the same order of operations). Past a ramp, a
-// segment of more than 16 sources scans only the sources whose error can reach the largest
+// segment of more than 96 sources scans only the sources whose error can reach the largest
 // (the same choices; mixture_blend.cc's DrawLinearBlocks says why); ramps scan every source.
 // Pure; thread safe.
 #pragma once
