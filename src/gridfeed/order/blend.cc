@@ -60,10 +60,15 @@ void ScanEverySource(const std::vector<double>& weights, int64_t size, BlendTabl
 //    H = max U_g over the others. At each position the exact E_g are computed for the
 //    candidates only, giving the best (largest E, lowest representative on ties) among them.
 //    If that E is > H, every other group's E_g <= U_g <= H is strictly smaller: the candidate
-//    is the reference's pick, ties included. Otherwise this position scans every group (the
-//    reference over groups) and the block ends. The cut is only a guess (the smallest
-//    largest-error of the previous block less a margin that grows after a miss); it decides
-//    the speed, never the result.
+//    is the reference's pick, ties included. Otherwise the position falls back to the enclosing
+//    level (below) and the block ends.
+// 4. Two levels. An outer block selects its candidates from every group; the inner blocks
+//    inside it select theirs from the outer candidates only, with H the larger of the inner
+//    others' bounds and the outer H (every group outside the inner candidates is covered by one
+//    of them over the inner block). A miss scans the outer candidates against the outer H, and
+//    a miss there scans every group (the reference over groups). The cuts are only guesses
+//    (the smallest largest-error of the previous block less a margin that doubles after a
+//    miss); they decide the speed, never the result.
 class FastGreedy {
  public:
   explicit FastGreedy(const std::vector<double>& weights) {
@@ -88,77 +93,104 @@ class FastGreedy {
 
   void Run(int64_t size, BlendTables* t) {
     const size_t v = w_.size();
-    std::vector<uint32_t> all(v), cand(v);
+    std::vector<uint32_t> all(v), outer(v), inner(v);
     std::iota(all.begin(), all.end(), 0u);
-    std::vector<double> bound(v);
     const double mean_w = std::accumulate(w_.begin(), w_.end(), 0.0) / static_cast<double>(v);
-    // Block length: the pass over every group (v) against the candidates' scans.
-    const int64_t block =
-        std::max<int64_t>(4, static_cast<int64_t>(kBlockFactor * std::sqrt(v / 2.0)));
-    const double margin_floor = mean_w;
-    double margin = mean_w * static_cast<double>(block);
-    double floor_m = kNegInf;  // the smallest largest-error seen in the last block
+    // Two levels of blocks: an outer block selects from every group, the inner blocks within it
+    // select from the outer candidates (lengths balance each level's pass against the scans).
+    const int64_t outer_len =
+        std::max<int64_t>(8, static_cast<int64_t>(4 * std::sqrt(static_cast<double>(v))));
+    const int64_t inner_len =
+        std::max<int64_t>(4, static_cast<int64_t>(2 * std::sqrt(static_cast<double>(outer_len))));
+    double outer_margin = mean_w * static_cast<double>(outer_len);
+    double inner_margin = mean_w * static_cast<double>(inner_len);
+    // The smallest largest-error seen in the last outer and inner block.
+    double outer_floor = kNegInf, inner_floor = kNegInf;
+    auto q_at = [](int64_t p) { return static_cast<double>(std::max<int64_t>(p, 1)); };
     int64_t p = 0;
     while (p < size) {
-      if (v <= kFewGroups || floor_m == kNegInf) {
-        const double q = static_cast<double>(std::max<int64_t>(p, 1));
+      if (v <= kFewGroups || outer_floor == kNegInf) {
         double e;
-        const uint32_t g = Best(all.data(), v, q, &e);
+        const uint32_t g = Best(all.data(), v, q_at(p), &e);
         Take(g, p++, t);
-        floor_m = e;
+        outer_floor = inner_floor = e;
         continue;
       }
-      const int64_t end = std::min(size, p + block);
-      const double q_last = static_cast<double>(std::max<int64_t>(end - 1, 1));
-      const double cut = floor_m - margin;
-      // Branch-free so the pass over every group stays cheap: all bounds first, then the
-      // candidates (compacted) and the largest other bound.
-      for (uint32_t i = 0; i < v; ++i) bound[i] = w_[i] * q_last - cnt_[i];
-      size_t n_cand = 0;
-      double h0 = kNegInf, h1 = kNegInf;
-      uint32_t i = 0;
-      for (; i + 1 < v; i += 2) {
-        const double u0 = bound[i], u1 = bound[i + 1];
-        const bool c0 = u0 >= cut, c1 = u1 >= cut;
-        cand[n_cand] = i;
-        n_cand += c0;
-        cand[n_cand] = i + 1;
-        n_cand += c1;
-        const double o0 = c0 ? kNegInf : u0, o1 = c1 ? kNegInf : u1;
-        h0 = o0 > h0 ? o0 : h0;
-        h1 = o1 > h1 ? o1 : h1;
-      }
-      for (; i < v; ++i) {
-        const bool c = bound[i] >= cut;
-        cand[n_cand] = i;
-        n_cand += c;
-        const double o = c ? kNegInf : bound[i];
-        h0 = o > h0 ? o : h0;
-      }
-      const double h = h0 > h1 ? h0 : h1;
-      double min_m = std::numeric_limits<double>::infinity();
-      bool missed = false;
-      while (p < end) {
-        const double q = static_cast<double>(std::max<int64_t>(p, 1));
-        double e;
-        uint32_t g = Best(cand.data(), n_cand, q, &e);
-        if (!(e > h)) {
-          g = Best(all.data(), v, q, &e);
-          missed = true;
+      const int64_t outer_end = std::min(size, p + outer_len);
+      size_t n_outer;
+      const double h_outer = Select(all.data(), v, q_at(outer_end - 1), outer_floor - outer_margin,
+                                    outer.data(), &n_outer);
+      double outer_min = std::numeric_limits<double>::infinity();
+      bool outer_missed = false;
+      while (p < outer_end && !outer_missed) {
+        const int64_t inner_end = std::min(outer_end, p + inner_len);
+        size_t n_inner;
+        double h = Select(outer.data(), n_outer, q_at(inner_end - 1), inner_floor - inner_margin,
+                          inner.data(), &n_inner);
+        h = h > h_outer ? h : h_outer;  // every group outside the inner candidates
+        double inner_min = std::numeric_limits<double>::infinity();
+        bool inner_missed = false;
+        while (p < inner_end) {
+          const double q = q_at(p);
+          double e;
+          uint32_t g = Best(inner.data(), n_inner, q, &e);
+          if (!(e > h)) {
+            inner_missed = true;
+            g = Best(outer.data(), n_outer, q, &e);
+            if (!(e > h_outer)) {
+              outer_missed = true;
+              g = Best(all.data(), v, q, &e);
+            }
+          }
+          Take(g, p++, t);
+          inner_min = std::min(inner_min, e);
+          if (inner_missed) break;
         }
-        Take(g, p++, t);
-        min_m = std::min(min_m, e);
-        if (missed) break;
+        inner_floor = inner_min;
+        inner_margin = inner_missed ? 2 * inner_margin : std::max(mean_w, inner_margin * 0.9);
+        outer_min = std::min(outer_min, inner_min);
       }
-      floor_m = min_m;
-      margin = missed ? 2 * margin : std::max(margin_floor, margin * 0.9);
+      outer_floor = outer_min;
+      outer_margin = outer_missed ? 2 * outer_margin : std::max(mean_w, outer_margin * 0.9);
     }
   }
 
   static constexpr size_t kFewGroups = 8;
-  static constexpr double kBlockFactor = 2.0;
 
  private:
+  // The groups of ids[0, n) whose error at q_last with their current count is >= cut, in
+  // order, into out (*n_out of them); returns the largest such bound among the others (-inf if
+  // none). Branch-free, as it runs over every group once per outer block.
+  double Select(const uint32_t* ids, size_t n, double q_last, double cut, uint32_t* out,
+                size_t* n_out) const {
+    size_t n_cand = 0;
+    double h0 = kNegInf, h1 = kNegInf;
+    size_t i = 0;
+    for (; i + 1 < n; i += 2) {
+      const uint32_t g0 = ids[i], g1 = ids[i + 1];
+      const double u0 = w_[g0] * q_last - cnt_[g0], u1 = w_[g1] * q_last - cnt_[g1];
+      const bool c0 = u0 >= cut, c1 = u1 >= cut;
+      out[n_cand] = g0;
+      n_cand += c0;
+      out[n_cand] = g1;
+      n_cand += c1;
+      const double o0 = c0 ? kNegInf : u0, o1 = c1 ? kNegInf : u1;
+      h0 = o0 > h0 ? o0 : h0;
+      h1 = o1 > h1 ? o1 : h1;
+    }
+    for (; i < n; ++i) {
+      const uint32_t g = ids[i];
+      const double u = w_[g] * q_last - cnt_[g];
+      const bool c = u >= cut;
+      out[n_cand] = g;
+      n_cand += c;
+      const double o = c ? kNegInf : u;
+      h0 = o > h0 ? o : h0;
+    }
+    *n_out = n_cand;
+    return h0 > h1 ? h0 : h1;
+  }
+
   // The group with the largest error at q, the lowest representative on ties.
   uint32_t Best(const uint32_t* ids, size_t n, double q, double* best_error) const {
     uint32_t best = 0;
