@@ -7,6 +7,9 @@
 #  2. DP 2 x PP 2 with 2 workers, also resumed mid-run: each worker's micro-batches equal
 #     `gridfeed samples` of their positions in that worker's fetch order (one fresh stream), on
 #     the first stage (tokens, position_ids) and the last (labels, loss_mask) alike.
+#  3. The ledger of a FIM run killed after a checkpoint and resumed at another DP size: `audit
+#     verify` recomputes every record (token hashes of the FIM samples, each run's streams
+#     fresh), `audit replay` equals what the resumed run received, and a tampered hash is found.
 # Usage: fim_run_mpi_test.sh GRIDFEED GOLDEN_DIR
 set -euo pipefail
 GRIDFEED=$(realpath "$1")
@@ -105,3 +108,38 @@ assert checked == 16, checked
 PY
 done
 echo "fim grid: DP 2 x PP 2 with 2 workers, fresh and resumed at 12, equal to each worker's stream"
+
+# --- 3. Ledger, kill, resume at another DP size, audit -------------------------------------
+set +e
+mpirun -n 4 --oversubscribe "$GRIDFEED" run "${flags[@]}" --micro-batch-size 2 \
+  --global-batch-size 8 --train-iters 6 --save "$WORK/ck.h5" --save-interval 2 \
+  --ledger "$WORK/ledger" --testing-kill-rank 1 --testing-kill-step 3 > "$WORK/a.out" 2>&1
+set -e
+[ -f "$WORK/ck.h5" ] || { cat "$WORK/a.out"; fail "no checkpoint before the kill"; }
+mpirun -n 2 --oversubscribe "$GRIDFEED" run "${flags[@]}" --micro-batch-size 2 \
+  --global-batch-size 8 --train-iters 6 --resume "$WORK/ck.h5" --ledger "$WORK/ledger" \
+  --dump "$WORK/resumed" > "$WORK/b.out" 2>&1 || { cat "$WORK/b.out"; fail "FIM resume"; }
+"$GRIDFEED" audit verify --ledger "$WORK/ledger" > "$WORK/verify.out" 2>&1 \
+  || { cat "$WORK/verify.out"; fail "audit verify of a resumed FIM run"; }
+grep -q "positions \[0, 48) consumed exactly once" "$WORK/verify.out" \
+  || { cat "$WORK/verify.out"; fail "verify: not every position"; }
+"$GRIDFEED" audit replay --ledger "$WORK/ledger" --steps 2:6 --data-parallel-size 2 \
+  --micro-batch-size 2 --global-batch-size 8 --out "$WORK/replay" > /dev/null 2>&1 \
+  || fail "audit replay of the FIM ledger"
+/usr/bin/python3 - "$WORK" <<'PY' || fail "FIM replay differs from what the resumed run received"
+import sys
+import numpy as np
+w = sys.argv[1]
+for r in range(2):
+    a = np.load(f"{w}/replay/dp_rank{r}/sample_indices.npy")
+    b = np.load(f"{w}/resumed/rank{r}/sample_indices.npy")
+    assert np.array_equal(a, b), (r, a[:2], b[:2])
+PY
+cp -r "$WORK/ledger" "$WORK/bad"
+line=$(grep -n '^[0-9]' "$WORK/bad/dp1.tsv" | tail -n 1 | cut -d: -f1)
+sed -i "${line}s/\t[0-9a-f]*\$/\t0000000000000000/" "$WORK/bad/dp1.tsv"
+if "$GRIDFEED" audit verify --ledger "$WORK/bad" > "$WORK/bad.out" 2>&1; then
+  fail "a tampered FIM token hash passed"
+fi
+grep -q "dp1.tsv line $line): token_xxh3" "$WORK/bad.out" || { cat "$WORK/bad.out"; fail "tamper not located"; }
+echo "fim ledger: killed, resumed at DP 2, audit verify and replay hold, a tampered hash is found"

@@ -155,6 +155,20 @@ def test_tables_equal_the_cli(gridfeed_bin, tmp_path):
             assert got.dtype == want.dtype and np.array_equal(got, want), (split, table)
 
 
+def test_a_data_args_file_gives_the_inline_lists_tables(tmp_path):
+    """data_args_path (Megatron's --data-args-path) is read as the command line reads it."""
+    args = tmp_path / "data_args.txt"
+    args.write_text(" ".join(DATA["data_path"]) + "\n")
+    inline = gridfeed.tables(**DATA)
+    kw = {k: v for k, v in DATA.items() if k != "data_path"}
+    from_file = gridfeed.tables(**kw, data_args_path=str(args))
+    for split in ("train", "valid", "test"):
+        for table in ("dataset_index", "dataset_sample_index"):
+            assert np.array_equal(inline[split]["blend"][table], from_file[split]["blend"][table])
+    with pytest.raises(gridfeed.InvalidArgument, match="--data-args-path"):
+        gridfeed.tables(**kw, data_args_path=str(tmp_path / "missing.txt"))
+
+
 def test_samples_equal_the_cli(gridfeed_bin, tmp_path):
     rc, _, err = cli(gridfeed_bin, "samples", *FLAGS, "--split-name", "valid", "--positions",
                      "0:5,17,3", "--out", str(tmp_path))

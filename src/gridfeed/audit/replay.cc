@@ -4,6 +4,7 @@
 
 #include "gridfeed/audit/ledger_options.h"
 #include "gridfeed/config/canonical.h"
+#include "gridfeed/core/check.h"
 #include "gridfeed/order/pipeline.h"
 
 namespace gridfeed::audit {
@@ -164,12 +165,59 @@ order::SampleRecord Replay::Record(int64_t position, int64_t iteration, int64_t 
 
 order::SampleRecord Replay::RecordUnder(size_t i, int64_t position, int64_t iteration,
                                         int64_t micro_batch, int64_t dp_rank) const {
+  if (orders_[i].view->fetch_ordered()) {
+    // Fetch-ordered orders are not amendable (one order): the run's schedule is the last one
+    // started at or before the iteration, as Batches reads it.
+    size_t j = 0;
+    for (size_t k = 1; k < schedules_.size(); ++k) {
+      if (schedules_[k]->Place(0).first <= iteration) j = k;
+    }
+    const order::ReadSchedule& s = *schedules_[j];
+    auto r = WalkedRecord(s, dp_rank, s.FirstStepOf(iteration) + micro_batch, position);
+    GRIDFEED_CHECK(r.ok());  // positions come from the same schedule's Batches
+    r->iteration = iteration;
+    r->micro_batch = micro_batch;
+    r->dp_rank = dp_rank;
+    return *r;
+  }
   order::Sample sample;
   auto r = orders_[i].view->Read(order::Split::kTrain, position, &sample, /*hash_tokens=*/true);
   r.iteration = iteration;
   r.micro_batch = micro_batch;
   r.dp_rank = dp_rank;
   return r;
+}
+
+Result<order::SampleRecord> Replay::WalkedRecord(const order::ReadSchedule& schedule,
+                                                 int64_t dp_rank, int64_t step,
+                                                 int64_t position) const {
+  const order::OrderView& view = *orders_.back().view;
+  Walk& w = walk_;
+  if (w.schedule != &schedule || w.dp_rank != dp_rank || step < w.step) {
+    w = Walk();
+    w.schedule = &schedule;
+    w.dp_rank = dp_rank;
+    w.walker = std::make_unique<order::ReadSchedule::Walker>(schedule.Walk(dp_rank));
+  }
+  order::StepBatch b;
+  order::Sample sample;
+  while (w.step < step) {
+    if (!w.walker->Next(&b)) {
+      w = Walk();
+      return InvalidArgument("step " + std::to_string(step) + " is beyond the run's schedule");
+    }
+    view.BeginMicroBatch(b.step);
+    w.step = b.step;
+    w.records.clear();
+    for (int64_t p : b.positions) {
+      w.records.push_back(view.Read(order::Split::kTrain, p, &sample, /*hash_tokens=*/true));
+    }
+  }
+  for (const order::SampleRecord& r : w.records) {
+    if (r.position == position) return r;
+  }
+  return InvalidArgument("DP rank " + std::to_string(dp_rank) + " read no position " +
+                         std::to_string(position) + " at step " + std::to_string(step));
 }
 
 std::vector<order::StepBatch> Replay::Batches(int64_t first, int64_t last, int64_t dp_rank) const {

@@ -41,6 +41,14 @@ class Replay {
                              int64_t dp_rank) const;
   order::SampleRecord RecordUnder(size_t i, int64_t position, int64_t iteration,
                                   int64_t micro_batch, int64_t dp_rank) const;
+  // Fetch-ordered orders (OrderView::fetch_ordered: FIM's DataLoader streams): the record of
+  // `position` that `dp_rank` read at `step` of `schedule` (a run's schedule from its start),
+  // recomputed by walking that DP rank's micro-batches from the run's first step, so the view
+  // draws as the run's reader did. A later step of the same walk continues it (records in a
+  // DP rank's order cost one walk). InvalidArgument when that micro-batch lacks `position`.
+  Result<order::SampleRecord> WalkedRecord(const order::ReadSchedule& schedule, int64_t dp_rank,
+                                           int64_t step, int64_t position) const;
+  bool fetch_ordered() const { return orders_.back().view->fetch_ordered(); }
   // Orders (configurations) and the position each is in force from; the one at `position`.
   size_t num_orders() const { return orders_.size(); }
   int64_t OrderFrom(size_t i) const { return orders_[i].from; }
@@ -68,6 +76,14 @@ class Replay {
   // The iterations of [first, last) that schedule i reads: from its start until a later
   // schedule starts.
   std::pair<int64_t, int64_t> Governed(size_t i, int64_t first, int64_t last) const;
+  // The walk WalkedRecord continues (one thread: Replay is not thread safe).
+  struct Walk {
+    const order::ReadSchedule* schedule = nullptr;
+    int64_t dp_rank = -1, step = -1;  // the micro-batch read last
+    std::unique_ptr<order::ReadSchedule::Walker> walker;
+    std::vector<order::SampleRecord> records;  // its records
+  };
+  mutable Walk walk_;
   config::JobOptions options_;                                   // the first order's
   std::vector<Order> orders_;                                    // by `from`, the first from 0
   std::vector<std::unique_ptr<order::ReadSchedule>> schedules_;  // in the order they started

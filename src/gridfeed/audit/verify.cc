@@ -120,6 +120,7 @@ Result<VerifyReport> Verify(const Ledger& ledger) {
   // schedule's lengths hold for every position.
   std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> streams;
   order::SeqLengths lengths;
+  std::map<int64_t, order::ReadSchedule> segment_schedules;  // fetch-ordered orders, by segment
   if (streamed) {
     GRIDFEED_ASSIGN_OR_RETURN(
         const config::JobOptions last,
@@ -154,8 +155,36 @@ Result<VerifyReport> Verify(const Ledger& ledger) {
             (i ? " (the schedule from position " + std::to_string(replay->OrderFrom(i)) + ")" : "");
         return report;
       }
-      const auto want =
-          replay->RecordUnder(i, got.position, got.iteration, got.micro_batch, got.dp_rank);
+      order::SampleRecord want;
+      if (replay->fetch_ordered()) {
+        // FIM's streams restart with every run: recomputed along the segment's own schedule.
+        if (e.segment < 0) {
+          report.first_difference = where +
+                                    ": a fetch-ordered (FIM) record needs its run's "
+                                    "segment line to be recomputed";
+          return report;
+        }
+        auto it = segment_schedules.find(e.segment);
+        if (it == segment_schedules.end()) {
+          GRIDFEED_ASSIGN_OR_RETURN(
+              order::ReadSchedule s,
+              replay->ScheduleFor(ledger.segments[static_cast<size_t>(e.segment)]));
+          it = segment_schedules.emplace(e.segment, std::move(s)).first;
+        }
+        const order::ReadSchedule& s = it->second;
+        auto walked = replay->WalkedRecord(
+            s, got.dp_rank, s.FirstStepOf(got.iteration) + got.micro_batch, got.position);
+        if (!walked.ok()) {
+          report.first_difference = where + ": " + walked.status().message();
+          return report;
+        }
+        want = *walked;
+        want.iteration = got.iteration;
+        want.micro_batch = got.micro_batch;
+        want.dp_rank = got.dp_rank;
+      } else {
+        want = replay->RecordUnder(i, got.position, got.iteration, got.micro_batch, got.dp_rank);
+      }
       if (want != got) {
         report.first_difference =
             "iteration " + std::to_string(got.iteration) + " micro-batch " +

@@ -483,12 +483,6 @@ Status ValidateFim(const JobOptions& o) {
                                        : d.is_olmo() ? "--olmo-paths"
                                                      : "--mixture-schedule"));
   }
-  if (!o.run.ledger.empty()) {
-    // An audit replays positions one by one, not in each worker's fetch order.
-    return InvalidArgument(
-        "--ledger with --fim-data: auditing FIM runs (whose samples depend on each DataLoader "
-        "worker's fetch order) is not built yet; run without --ledger");
-  }
   if (d.tokenizer_model.empty()) {
     return InvalidArgument(
         "--fim-data needs --tokenizer-model (a folder holding gf_tokenizer.json): FIM decodes "

@@ -137,8 +137,9 @@ class OrderView {
   // Megatron DataLoader worker, advanced by every fetch). A reader of such a view fetches its
   // DP rank's micro-batches in order from the run's start (or resume: streams restart there,
   // as Megatron's rebuilt datasets do) and calls BeginMicroBatch(k) before the positions of
-  // the k-th (k = 0, 1, ...; a view made for another DP rank starts its own walk at 0). Read
-  // and ReadFields of such a view then change its state: one thread at a time.
+  // the k-th (k = 0, 1, ...; k = 0 begins a walk: the streams start afresh, so one view can
+  // replay several DP ranks' walks, as the audit does). Read and ReadFields of such a view then
+  // change its state: one thread at a time.
   virtual bool fetch_ordered() const { return false; }
   virtual void BeginMicroBatch(int64_t k) const { (void)k; }
   // Whether the split's positions are spread over sources by a blend table (also with one

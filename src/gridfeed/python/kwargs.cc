@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "gridfeed/config/data_args.h"
 #include "gridfeed/config/flags.h"
 
 namespace gridfeed::python {
@@ -225,6 +226,9 @@ Result<config::JobOptions> OptionsFromKwargs(const char* function, const py::kwa
                              ", got " + Describe(value));
     }
   }
+  // data_args_path and the like name files of data lists: read here as for the command line.
+  Status loaded = config::LoadDataArgFiles(&o);
+  if (!loaded.ok()) return InvalidArgument(fn + ": " + loaded.message());
   config::DeriveOptions(&o);
   return o;
 }

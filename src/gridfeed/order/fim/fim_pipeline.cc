@@ -63,6 +63,9 @@ class FimView final : public OrderView {
 
   bool fetch_ordered() const override { return true; }
   void BeginMicroBatch(int64_t k) const override {
+    if (k == 0) {
+      for (auto& s : streams_) s.clear();  // a new walk: fresh streams, as a new DataLoader
+    }
     worker_ = setup_->gpt.num_workers > 0 ? static_cast<size_t>(k % workers_) : 0;
   }
 

@@ -8,8 +8,9 @@
 // starts. With --num-workers W > 0, worker w fetches this DP rank's micro-batches w, w + W, ...
 // of the run, in order; with W = 0 one stream fetches them all. Every reader of a DP rank (first
 // and last stage, each CP rank) walks the same micro-batches, so they draw the same. Offline
-// views (samples, audit) draw from one stream in call order.
-// --dataloader-inter-document-masking (cu_seqlens per sample) and --ledger are not fed yet.
+// views draw from one stream in call order (`samples`), or walk a DP rank's micro-batches from
+// a run's first step (audit/replay.h's WalkedRecord), so a ledger's FIM records are recomputed.
+// --dataloader-inter-document-masking (cu_seqlens per sample) is not fed yet.
 #pragma once
 
 #include <memory>
