@@ -88,6 +88,12 @@ Status Bench(const BenchArgs& a, const config::OptionFlags& flags) {
     valid = InvalidArgument("--samples must be in [0, " + std::to_string(kMaxBenchSamples) +
                             "] (0: about two seconds' worth), got " + std::to_string(a.samples));
   }
+  if (valid.ok() && resolved->data.is_fim()) {
+    // Its samples are GPT windows re-encoded on text: the GPT memcpy floor is not theirs.
+    valid = InvalidArgument(
+        "bench: --fim-data has no assembly floor yet; `gridfeed run --fim-data` prints its "
+        "steady-state rate per reader");
+  }
   if (valid.ok() && resolved->data.is_sft()) {
     // Its assembly floor (the same bytes read by the plainest code) is not defined for packed
     // conversations yet: refused rather than measured against a floor of another order.

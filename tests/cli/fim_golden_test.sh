@@ -90,6 +90,9 @@ if [ -f corpora/fim_u16.idx ] && [ -d tokenizers/u16_pairs ]; then
   expect_error "--dataloader-inter-document-masking" "${run[@]}" \
     --dataloader-inter-document-masking
   expect_error "--num-workers" "${run[@]}" --num-workers -1
-  echo "fim errors: 10 wrong inputs refused with the flag named"
+  expect_error "--dataloader-type cyclic" "${run[@]}" --dataloader-type cyclic
+  expect_error "bench: --fim-data" bench --fim-data --data-path corpora/fim_u16 --split 100,0,0 \
+    --train-samples 8 --valid-samples 0 --test-samples 0 --seq-length 64 "${tok[@]}"
+  echo "fim errors: 12 wrong inputs refused with the flag named"
 fi
 echo "fim golden: $cases case splits equal"

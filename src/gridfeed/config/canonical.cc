@@ -77,6 +77,9 @@ std::string CanonicalText(const DataOptions& data, const std::string& data_facts
   for (const auto& row : OptionTable()) {
     if (row.canonical == Canonical::kNo) continue;
     if (row.canonical == Canonical::kUnlessDefault && SameValue(row, o, defaults)) continue;
+    if (row.canonical == Canonical::kFimOnly && (!data.is_fim() || SameValue(row, o, defaults))) {
+      continue;
+    }
     j[row.key()] = CanonicalValue(row, o);
   }
   if (!data_facts.empty()) j[kDataFactsKey] = json::parse(data_facts, nullptr, false);

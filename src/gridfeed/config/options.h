@@ -81,7 +81,7 @@ struct DataOptions {
   int64_t olmo_repetition_max_count = 32;
   std::string olmo_pad_direction = "right";
   // A mixture schedule (config/mixture_schedule.h) as canonical JSON; selects the scheduled
-  // order (order/mixture_pipeline.h). Empty: none.
+  // order (order/mixture/mixture_pipeline.h). Empty: none.
   std::string mixture_schedule;
   // Megatron's SFT (order/sft/): JSON Lines conversations packed into THD sequences.
   bool sft = false;
@@ -204,6 +204,7 @@ enum class Canonical {
   kNo,             // does not change the order
   kAlways,         // always written (fields of the first ledger/checkpoint format)
   kUnlessDefault,  // written only when set, so older fingerprints stay valid
+  kFimOnly,        // as kUnlessDefault, for --fim-data orders only (others do not depend on it)
 };
 
 using FieldRef = std::variant<int64_t*, double*, bool*, std::string*, std::vector<std::string>*>;

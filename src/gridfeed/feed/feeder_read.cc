@@ -67,6 +67,16 @@ Status Feeder::Impl::AssemblePacked(const order::StepBatch& batch, const Payload
   targets.cp_rank = g.cp_rank();
   GRIDFEED_RETURN_IF_ERROR(
       view->ReadPacked(split, batch.positions, targets, /*hash_tokens=*/keeps_records, records));
+  // The receivers bound a count by its room; here a count beyond it is the writer's bug.
+  for (const PayloadLayout::Slot& s : at.slots) {
+    if (s.spec->shape != order::FieldShape::kVariable) continue;
+    int64_t count = 0;
+    std::memcpy(&count, out->data() + s.count_offset, 8);
+    if (count < 0 || count > s.capacity) {
+      return Internal(std::string("the order wrote ") + std::to_string(count) + " entries of " +
+                      s.spec->name + ", room for " + std::to_string(s.capacity));
+    }
+  }
   for (size_t k = 0; k < batch.positions.size(); ++k) {
     const auto i = static_cast<int64_t>(k);
     const int64_t position = batch.positions[k];
