@@ -1,5 +1,6 @@
-// gridfeed plan: the arithmetic of a mixture schedule before training (order/mixture_plan.h),
-// and `gridfeed plan shards`, the arithmetic of file-level sharding (order/shard_plan.h).
+// gridfeed plan: the arithmetic of a mixture schedule before training
+// (order/mixture/mixture_plan.h), and `gridfeed plan shards`, the arithmetic of file-level sharding
+// (order/shard_plan.h).
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -7,7 +8,7 @@
 #include "commands.h"
 #include "gridfeed/config/flags.h"
 #include "gridfeed/io/indexed_dataset.h"
-#include "gridfeed/order/mixture_plan.h"
+#include "gridfeed/order/mixture/mixture_plan.h"
 #include "gridfeed/order/shard_plan.h"
 #include "gridfeed/order/split.h"
 

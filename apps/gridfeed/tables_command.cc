@@ -11,7 +11,7 @@
 #include "gridfeed/config/flags.h"
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/npy.h"
-#include "gridfeed/order/megatron_pipeline.h"
+#include "gridfeed/order/megatron/megatron_pipeline.h"
 #include "olmo_outputs.h"
 #include "sft_outputs.h"
 

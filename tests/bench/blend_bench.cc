@@ -1,5 +1,5 @@
 // Blend-table build for N samples (GRIDFEED_BENCH_BLEND_SAMPLES, default 20,000,000): the
-// scheduled builder (order/mixture_blend.h) next to Megatron's static greedy blend
+// scheduled builder (order/mixture/mixture_blend.h) next to Megatron's static greedy blend
 // (order/blend.h, helpers.cpp's algorithm) over the same count in the same run. Issue 11's goal:
 // a 3-stage schedule over 10 sources within 2x the static 10-source build.
 //   BM_Static/sources3, /sources10   the floors (the issue quotes Megatron at 0.27 s and 0.49 s,
@@ -23,7 +23,7 @@
 #include <random>
 
 #include "gridfeed/order/blend.h"
-#include "gridfeed/order/mixture_blend.h"
+#include "gridfeed/order/mixture/mixture_blend.h"
 #include "gridfeed/order/split.h"
 #include "ratio_reporter.h"
 

@@ -1,4 +1,4 @@
-// The greedy blend rule's fast paths (order/blend.h, order/mixture_blend.h) against
+// The greedy blend rule's fast paths (order/blend.h, order/mixture/mixture_blend.h) against
 // straightforward references that scan every source at every position: the tables must be
 // identical (same source and sample at every position) on random weights of many shapes.
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "gridfeed/order/blend.h"
-#include "gridfeed/order/mixture_blend.h"
+#include "gridfeed/order/mixture/mixture_blend.h"
 #include "gridfeed/order/split.h"
 
 namespace gridfeed::order {

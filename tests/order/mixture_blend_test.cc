@@ -1,6 +1,6 @@
-// The scheduled blend (order/mixture_blend.h) and the mixture pipeline against Megatron's
+// The scheduled blend (order/mixture/mixture_blend.h) and the mixture pipeline against Megatron's
 // golden blends, a property over random ramped schedules, and caps.
-#include "gridfeed/order/mixture_blend.h"
+#include "gridfeed/order/mixture/mixture_blend.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include "golden_util.h"
 #include "gridfeed/config/mixture_schedule.h"
 #include "gridfeed/order/blend.h"
-#include "gridfeed/order/mixture_pipeline.h"
+#include "gridfeed/order/mixture/mixture_pipeline.h"
 #include "gridfeed/order/split.h"
 #include "gridfeed/order/table_image.h"
 #include "testing/paths.h"

@@ -11,9 +11,9 @@
 
 #include "golden_util.h"
 #include "gridfeed/config/mixture_schedule.h"
-#include "gridfeed/order/megatron_pipeline.h"
-#include "gridfeed/order/mixture_pipeline.h"
-#include "gridfeed/order/order_prefix.h"
+#include "gridfeed/order/megatron/megatron_pipeline.h"
+#include "gridfeed/order/mixture/mixture_pipeline.h"
+#include "gridfeed/order/mixture/order_prefix.h"
 #include "gridfeed/order/pipeline.h"
 #include "gridfeed/order/split.h"
 #include "gridfeed/order/table_image.h"

@@ -1,6 +1,6 @@
 // The schedule's configuration (errors name the key), the plan's arithmetic against figures
 // worked by hand (the seed notes' mixture and shard examples).
-#include "gridfeed/order/mixture_plan.h"
+#include "gridfeed/order/mixture/mixture_plan.h"
 
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>

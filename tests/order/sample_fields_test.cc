@@ -15,7 +15,7 @@
 #include "gridfeed/io/indexed_dataset_builder.h"
 #include "gridfeed/order/cp_zigzag.h"
 #include "gridfeed/order/dataset_builder.h"
-#include "gridfeed/order/megatron_pipeline.h"
+#include "gridfeed/order/megatron/megatron_pipeline.h"
 #include "order/reference_sample.h"
 #include "testing/paths.h"
 

@@ -17,7 +17,7 @@
 // previous stage's weights. A source's `tokens` is a declared size, used only by `gridfeed plan`
 // when its token store is not at hand. A stage's `seq_length` (e.g. a final long-context stage)
 // replaces --seq-length for its samples: each source is then read from its own tables at that
-// length (order/mixture_pipeline.h), and micro-batches of the stage report it.
+// length (order/mixture/mixture_pipeline.h), and micro-batches of the stage report it.
 // Pure functions; thread safe.
 #pragma once
 

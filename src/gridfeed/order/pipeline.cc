@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "gridfeed/order/fim/fim_pipeline.h"
-#include "gridfeed/order/megatron_pipeline.h"
-#include "gridfeed/order/mixture_pipeline.h"
+#include "gridfeed/order/megatron/megatron_pipeline.h"
+#include "gridfeed/order/mixture/mixture_pipeline.h"
 #include "gridfeed/order/olmo/olmo_pipeline.h"
 #include "gridfeed/order/sft/sft_pipeline.h"
 

@@ -12,7 +12,7 @@
 #include "gridfeed/audit/replay.h"
 #include "gridfeed/config/canonical.h"
 #include "gridfeed/core/parse.h"
-#include "gridfeed/order/megatron_pipeline.h"
+#include "gridfeed/order/megatron/megatron_pipeline.h"
 #include "gridfeed/order/olmo/olmo_outputs.h"
 #include "gridfeed/order/pipeline.h"
 #include "gridfeed/python/errors.h"

@@ -3,7 +3,7 @@
 #include <xxhash.h>
 
 #include "gridfeed/io/file_util.h"
-#include "gridfeed/order/megatron_pipeline.h"
+#include "gridfeed/order/megatron/megatron_pipeline.h"
 #include "gridfeed/order/sample_fields.h"
 
 namespace gridfeed::order::fim {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "gridfeed/order/fim/fim_dataset.h"
-#include "gridfeed/order/megatron_pipeline.h"
+#include "gridfeed/order/megatron/megatron_pipeline.h"
 
 namespace gridfeed::order::fim {
 namespace {

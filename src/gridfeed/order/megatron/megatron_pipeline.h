@@ -21,7 +21,7 @@ Result<DatasetConfig> MegatronDatasetConfig(const config::DataOptions& o);
 // How samples are assembled (the pad id after Megatron's pad/EOD collision rule).
 SampleOptions MegatronSampleOptions(const config::DataOptions& o);
 // The built order and the image view of Megatron-format tables (also the scheduled mixture's,
-// order/mixture_pipeline.h, whose tables are Megatron's with another blend).
+// order/mixture/mixture_pipeline.h, whose tables are Megatron's with another blend).
 std::unique_ptr<BuiltOrder> MakeMegatronBuilt(BuiltDatasets built, SampleOptions sample_options);
 Result<std::unique_ptr<OrderView>> ViewMegatronImage(std::span<const std::byte> image,
                                                      SampleOptions sample_options);

@@ -1,4 +1,4 @@
-#include "gridfeed/order/megatron_pipeline.h"
+#include "gridfeed/order/megatron/megatron_pipeline.h"
 
 #include <xxhash.h>
 

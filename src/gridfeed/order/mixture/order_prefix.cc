@@ -1,4 +1,4 @@
-#include "gridfeed/order/order_prefix.h"
+#include "gridfeed/order/mixture/order_prefix.h"
 
 #include <algorithm>
 #include <array>

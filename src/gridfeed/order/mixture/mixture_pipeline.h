@@ -29,7 +29,7 @@
 #include "gridfeed/config/mixture_schedule.h"
 #include "gridfeed/config/options.h"
 #include "gridfeed/core/status.h"
-#include "gridfeed/order/mixture_blend.h"
+#include "gridfeed/order/mixture/mixture_blend.h"
 #include "gridfeed/order/pipeline.h"
 
 namespace gridfeed::order {

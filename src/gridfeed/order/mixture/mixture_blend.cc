@@ -1,4 +1,4 @@
-#include "gridfeed/order/mixture_blend.h"
+#include "gridfeed/order/mixture/mixture_blend.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "gridfeed/order/mixture_pipeline.h"
+#include "gridfeed/order/mixture/mixture_pipeline.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,8 +11,8 @@
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/order/dataset_builder.h"
-#include "gridfeed/order/megatron_pipeline.h"
-#include "gridfeed/order/order_prefix.h"
+#include "gridfeed/order/megatron/megatron_pipeline.h"
+#include "gridfeed/order/mixture/order_prefix.h"
 #include "gridfeed/order/split.h"
 #include "gridfeed/order/table_image.h"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "gridfeed/core/status.h"
-#include "gridfeed/order/mixture_pipeline.h"
+#include "gridfeed/order/mixture/mixture_pipeline.h"
 
 namespace gridfeed::order {
 

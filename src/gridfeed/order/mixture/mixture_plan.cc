@@ -1,4 +1,4 @@
-#include "gridfeed/order/mixture_plan.h"
+#include "gridfeed/order/mixture/mixture_plan.h"
 
 #include <algorithm>
 #include <cmath>
