@@ -284,3 +284,73 @@ def test_replay_of_a_ledger_equals_the_cli(gridfeed_bin, job, tmp_path):
 def test_offline_functions_do_not_initialise_mpi():
     import sys
     assert "mpi4py.MPI" not in sys.modules  # importing it would initialise MPI
+
+
+# ---- every pipeline through the registry: SFT and FIM samples are Megatron's ---------------
+
+GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden")
+
+
+def kwargs_from_flags(flags):
+    """Command-line flags (as the golden cases' flag scripts print them) as keywords, typed by
+    the option table."""
+    rows = {r["flag"]: r for r in gridfeed.option_table()}
+    kw, i = {}, 0
+    while i < len(flags):
+        row = rows[flags[i]]
+        values = []
+        i += 1
+        while i < len(flags) and not (flags[i].startswith("--") and flags[i] in rows):
+            values.append(flags[i])
+            i += 1
+        cast = {"int": int, "float": float, "str": str}.get(row["type"])
+        if row["type"] == "bool":
+            kw[row["keyword"]] = True
+        elif row["type"] == "list":
+            kw[row["keyword"]] = values
+        else:
+            kw[row["keyword"]] = cast(values[0])
+    return kw
+
+
+def golden_flags(kind, case_dir):
+    import importlib.util
+    script = os.path.join(GOLDEN, "..", "cli", f"{kind}_golden_flags.py")
+    spec = importlib.util.spec_from_file_location(f"{kind}_golden_flags", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with open(os.path.join(case_dir, "case.json")) as fh:
+        return module.flags(json.load(fh))
+
+
+@pytest.mark.parametrize("case", ["boundary_L32", "cp2_h_aligned_L128", "nano_v2_L128_split"])
+def test_sft_samples_are_megatrons(case, monkeypatch):
+    root = os.path.join(GOLDEN, "megatron-sft")
+    items = os.path.join(root, "cases", case, "train", "items")
+    monkeypatch.chdir(root)  # the case's paths are relative to the set's folder
+    kw = kwargs_from_flags(golden_flags("sft", os.path.join(root, "cases", case)))
+    want_index = np.load(os.path.join(items, "items_index.npy"))
+    ours = gridfeed.samples(want_index, **kw)
+    for f in sorted(os.listdir(items)):
+        want = np.load(os.path.join(items, f))
+        got = ours[f[:-4]]
+        assert got.dtype == want.dtype and np.array_equal(got, want), (case, f)
+    tables = gridfeed.tables(**kw)
+    assert tables["train"]["length"] >= int(want_index.max()) + 1
+
+
+@pytest.mark.parametrize("case", ["u16_L64_r05_spm05_1to1", "i32_L64_split_frag"])
+def test_fim_samples_in_fetch_order_are_megatrons(case, monkeypatch):
+    root = os.path.join(GOLDEN, "megatron-fim")
+    items = os.path.join(root, "cases", case, "train", "items")
+    monkeypatch.chdir(root)
+    kw = kwargs_from_flags(golden_flags("fim", os.path.join(root, "cases", case)))
+    order = np.load(os.path.join(items, "fetch_order.npy"))
+    ours = gridfeed.samples(order, **kw)
+    assert np.array_equal(ours["items_index"], order)
+    for f in ("tokens.npy", "labels.npy", "position_ids.npy", "window_before_fim.npy"):
+        want = np.load(os.path.join(items, f))
+        assert np.array_equal(ours[f[:-4]], want), (case, f)
+    # A fresh stream per call: the same positions again give the same samples.
+    again = gridfeed.samples(order, **kw)
+    assert np.array_equal(again["tokens"], ours["tokens"])

@@ -2,11 +2,7 @@
 
 #include <algorithm>
 
-#include "gridfeed/order/fim/fim_pipeline.h"
-#include "gridfeed/order/megatron/megatron_pipeline.h"
-#include "gridfeed/order/mixture/mixture_pipeline.h"
-#include "gridfeed/order/olmo/olmo_pipeline.h"
-#include "gridfeed/order/sft/sft_pipeline.h"
+#include "gridfeed/order/registry.h"
 
 namespace gridfeed::order {
 
@@ -44,18 +40,11 @@ Result<int64_t> SeqLengths::Common(std::span<const int64_t> positions) const {
 }
 
 Result<SeqLengths> SeqLengthsOf(const config::JobOptions& options, Split split) {
+  const PipelineKind& kind = KindOf(options.data);
+  if (kind.seq_lengths) return kind.seq_lengths(options, split);
   SeqLengths out;
-  if (!options.data.is_mixture() || split != Split::kTrain) {
-    out.begin = {0};
-    out.length = {options.data.seq_length};
-    return out;
-  }
-  GRIDFEED_ASSIGN_OR_RETURN(const MixtureLayout l, LayoutMixture(options));
-  for (size_t i = 0; i < l.stage_seq_length.size(); ++i) {
-    if (!out.length.empty() && out.length.back() == l.stage_seq_length[i]) continue;
-    out.begin.push_back(out.begin.empty() ? 0 : l.stage_begin[i]);
-    out.length.push_back(l.stage_seq_length[i]);
-  }
+  out.begin = {0};
+  out.length = {options.data.seq_length};
   return out;
 }
 
@@ -86,20 +75,7 @@ Result<StagePlan> Pipeline::Stages() const {
 }
 
 Result<std::unique_ptr<Pipeline>> Pipeline::For(const config::JobOptions& options) {
-  if (options.data.is_fim()) {
-    if (options.data.dataloader_inter_document_masking) {
-      // Its cu_seqlens per sample are not in the GPT schema yet; GPT fields alone would be
-      // silently other data.
-      return InvalidArgument(
-          "--fim-data with --dataloader-inter-document-masking: feeding its per-sample "
-          "cu_seqlens is not built yet (`gridfeed samples` writes them)");
-    }
-    return fim::MakeFimPipeline(options);
-  }
-  if (options.data.is_sft()) return sft::MakeSftPipeline(options);
-  if (options.data.is_olmo()) return MakeOlmoPipeline(options);
-  if (options.data.is_mixture()) return MakeMixturePipeline(options);
-  return MakeMegatronPipeline(options.data);
+  return KindOf(options.data).make(options);
 }
 
 }  // namespace gridfeed::order

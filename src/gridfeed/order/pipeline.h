@@ -166,12 +166,11 @@ class BuiltOrder {
 
 class Pipeline {
  public:
-  // The pipeline these options select: FIM's with --fim-data (fim/fim_pipeline.h; refused with
-  // --dataloader-inter-document-masking), SFT's with --sft (sft/sft_pipeline.h), OLMo's with
-  // --olmo-paths (olmo/), the scheduled mixture's with --mixture-schedule
-  // (mixture_pipeline.h), else Megatron's. Options are
-  // validated already; orders that depend on the batch geometry (OLMo's) read the DP size
-  // (0 = 1, offline), batch sizes and --train-iters (how many epochs to build) from them.
+  // The pipeline these options select (registry.h: FIM's with --fim-data, SFT's with --sft,
+  // OLMo's with --olmo-paths, the scheduled mixture's with --mixture-schedule, else
+  // Megatron's). Options are validated already; orders that depend on the batch geometry
+  // (OLMo's) read the DP size (0 = 1, offline), batch sizes and --train-iters (how many epochs
+  // to build) from them. InvalidArgument for a combination the pipeline cannot feed yet.
   static Result<std::unique_ptr<Pipeline>> For(const config::JobOptions& options);
   virtual ~Pipeline() = default;
   // Builds every table from the token stores (relative paths from the working directory).

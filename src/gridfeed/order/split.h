@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -16,6 +17,13 @@ namespace gridfeed::order {
 
 enum class Split : int { kTrain = 0, kValid = 1, kTest = 2 };
 inline constexpr std::array<const char*, 3> kSplitNames = {"train", "valid", "test"};
+// The split of that name (the option table admits only these three); train otherwise.
+inline Split SplitNamed(std::string_view name) {
+  for (int i = 0; i < 3; ++i) {
+    if (name == kSplitNames[i]) return static_cast<Split>(i);
+  }
+  return Split::kTrain;
+}
 
 using Bookend = std::optional<std::pair<double, double>>;
 using SplitMatrix = std::array<Bookend, 3>;

@@ -12,9 +12,7 @@
 #include "gridfeed/audit/replay.h"
 #include "gridfeed/config/canonical.h"
 #include "gridfeed/core/parse.h"
-#include "gridfeed/order/megatron/megatron_pipeline.h"
-#include "gridfeed/order/olmo/olmo_outputs.h"
-#include "gridfeed/order/pipeline.h"
+#include "gridfeed/order/registry.h"
 #include "gridfeed/python/errors.h"
 #include "gridfeed/python/kwargs.h"
 
@@ -30,69 +28,65 @@ config::JobOptions Resolve(const char* function, const py::kwargs& kwargs, confi
   return *o;
 }
 
-// A view of `v` kept alive by `owner` (a capsule holding the tables).
-// `Array` is a std::vector or a PageArray.
-template <typename Array>
-py::array View(const Array& v, std::vector<py::ssize_t> shape, py::handle owner) {
-  using T = std::remove_cvref_t<decltype(*v.data())>;
-  return py::array(py::dtype::of<T>(), std::move(shape), v.data(), owner);
-}
-
-// A vector moved into a NumPy array of `shape` that owns it.
-template <typename T>
-py::array Owned(std::vector<T>&& v, std::vector<py::ssize_t> shape) {
-  auto* holder = new std::vector<T>(std::move(v));
-  py::capsule owner(holder, [](void* p) { delete static_cast<std::vector<T>*>(p); });
-  return py::array(py::dtype::of<T>(), std::move(shape), holder->data(), owner);
-}
-
 py::object JsonLoads(const std::string& text) {
   return py::module_::import("json").attr("loads")(text);
 }
 
-// OLMo: as `gridfeed tables` writes them, global_indices (uint32) and summary.json's fields.
-py::dict OlmoTablesDict(const config::JobOptions& o) {
-  Result<order::OlmoTables> t = Status();
-  {
-    py::gil_scoped_release release;
-    t = order::BuildOlmoTables(o);
+// What a pipeline's offline function produced, as nested Python objects: each JSON text
+// (spread into the result's keys, or under its file's stem), then each array at its path's
+// keys ("train/mid_0/document_index.npy" -> out["train"]["mid"][0]["document_index"]) as a
+// NumPy array kept alive by the output's storage, without a copy.
+py::dict ToPython(order::OfflineOutput&& output) {
+  for (const auto& w : output.warnings) {
+    if (PyErr_WarnEx(PyExc_UserWarning, w.c_str(), 1) != 0) throw py::error_already_set();
   }
-  ThrowIfError(t.status());
-  py::dict out;
-  const auto n = static_cast<py::ssize_t>(t->global_indices.size());
-  out["summary"] = JsonLoads(t->summary_json);
-  out["global_indices"] = Owned(std::move(t->global_indices), {n});
-  return out;
+  py::dict root;
+  for (const auto& t : output.texts) {
+    py::object value = JsonLoads(t.json);
+    if (t.spread) {
+      for (auto item : value.cast<py::dict>()) root[item.first] = item.second;
+    } else {
+      root[py::str(std::filesystem::path(t.path).stem().string())] = value;
+    }
+  }
+  for (auto& a : output.arrays) {
+    std::vector<std::string> keys;
+    for (const auto& part : std::filesystem::path(a.path)) keys.push_back(part.string());
+    keys.back() = std::filesystem::path(keys.back()).stem().string();
+    py::dict node = root;
+    for (size_t i = 0; i + 1 < keys.size(); ++i) {
+      const std::string& key = keys[i];
+      size_t k = 0;
+      if (key.starts_with("mid_") && ParseInt64(key.substr(4))) {  // element K of "mid"
+        k = static_cast<size_t>(*ParseInt64(key.substr(4)));
+        if (!node.contains("mid")) node["mid"] = py::list();
+        py::list mids = node["mid"];
+        while (py::len(mids) <= k) mids.append(py::dict());
+        node = mids[k];
+      } else {
+        if (!node.contains(key) || node[py::str(key)].is_none()) node[py::str(key)] = py::dict();
+        node = node[py::str(key)];
+      }
+    }
+    auto* holder = new std::shared_ptr<const void>(std::move(a.owner));
+    py::capsule owner(holder, [](void* p) { delete static_cast<std::shared_ptr<const void>*>(p); });
+    std::vector<py::ssize_t> shape(a.shape.begin(), a.shape.end());
+    node[py::str(keys.back())] = py::array(py::dtype(a.descr), std::move(shape), a.data, owner);
+  }
+  return root;
 }
 
-// OLMo: as `gridfeed samples` writes them, dataset[i]'s configured fields and metadata.
-py::dict OlmoSamplesDict(const config::JobOptions& o, const std::vector<int64_t>& indices) {
-  Result<order::OlmoItems> r = Status();
+// The options' pipeline's `tables` or `samples` output (GIL released while it runs).
+py::dict Offline(const config::JobOptions& o, const order::PositionRequest* positions) {
+  const order::PipelineKind& kind = order::KindOf(o.data);
+  if (!positions && !kind.tables) ThrowIfError(InvalidArgument(kind.no_tables));
+  Result<order::OfflineOutput> r = Status();
   {
     py::gil_scoped_release release;
-    r = order::ReadOlmoItems(o, indices);
+    r = positions ? kind.samples(o, *positions) : kind.tables(o);
   }
   ThrowIfError(r.status());
-  order::OlmoItems& it = *r;
-  const auto n = static_cast<py::ssize_t>(it.index.size());
-  const auto L = static_cast<py::ssize_t>(it.seq_length);
-  py::dict out;
-  out["metadata"] = JsonLoads(it.metadata_json);
-  out["index"] = Owned(std::move(it.index), {n});
-  out["input_ids"] = Owned(std::move(it.input_ids), {n, L});
-  if (it.has_label_mask) out["label_mask"] = Owned(std::move(it.label_mask), {n, L});
-  if (it.has_attention_mask) out["attention_mask"] = Owned(std::move(it.attention_mask), {n, L});
-  if (it.has_instance_mask) out["instance_mask"] = Owned(std::move(it.instance_mask), {n});
-  if (it.has_doc_lens) {
-    const auto flat = static_cast<py::ssize_t>(it.doc_lens_flat.size());
-    out["doc_lens_flat"] = Owned(std::move(it.doc_lens_flat), {flat});
-    out["doc_lens_offsets"] = Owned(std::move(it.doc_lens_offsets), {n + 1});
-  }
-  return out;
-}
-
-py::object Optional(const std::optional<int64_t>& v) {
-  return v ? py::object(py::int_(*v)) : py::object(py::none());
+  return ToPython(std::move(r).value());
 }
 
 // As `gridfeed tables` writes them: summary.json's fields and each table as an array.
@@ -101,73 +95,7 @@ py::dict Tables(const py::kwargs& kwargs) {
   const config::JobOptions o =
       Resolve("gridfeed.tables", kwargs,
               {config::Group::kData, config::Group::kGrid, config::Group::kBatch});
-  if (o.data.is_olmo()) return OlmoTablesDict(o);
-  Result<order::BuiltDatasets> built = Status();
-  {
-    py::gil_scoped_release release;
-    built = order::BuildMegatronDatasets(o.data);
-  }
-  ThrowIfError(built.status());
-  auto* holder = new order::BuiltDatasets(std::move(built).value());
-  py::capsule owner(holder, [](void* p) { delete static_cast<order::BuiltDatasets*>(p); });
-  py::dict out;
-  for (int i = 0; i < 3; ++i) {
-    const char* name = order::kSplitNames[i];
-    if (!holder->splits[i]) {
-      out[name] = py::none();
-      continue;
-    }
-    const order::SplitDataset& sd = *holder->splits[i];
-    py::dict js;
-    js["type"] = sd.blended ? "BlendedDataset" : "GPTDataset";
-    js["length"] = sd.length;
-    py::list mids;
-    for (const auto& m : sd.mids) {
-      const auto& t = m.tables;
-      py::dict md;
-      md["dataset_path"] = m.prefix;
-      md["sequence_index_range"] = py::make_tuple(m.begin, m.end);
-      md["num_samples_requested"] = Optional(m.num_samples_requested);
-      md["num_tokens_per_epoch"] = t.num_tokens_per_epoch;
-      md["epochs"] = t.num_epochs;
-      md["separate_final_epoch"] = t.separate_final_epoch;
-      md["length"] = t.num_samples();
-      const auto n_docs = static_cast<py::ssize_t>(t.document_index.size());
-      md["document_index"] = View(t.document_index, {n_docs}, owner);
-      const py::ssize_t rows = t.num_samples() + 1;
-      md["sample_index"] = t.sample_index_is_int64 ? View(t.sample_index64, {rows, 2}, owner)
-                                                   : View(t.sample_index32, {rows, 2}, owner);
-      md["shuffle_index"] =
-          t.shuffle_index_is_int64
-              ? View(t.shuffle_index64, {static_cast<py::ssize_t>(t.shuffle_index64.size())}, owner)
-              : View(t.shuffle_index32, {static_cast<py::ssize_t>(t.shuffle_index32.size())},
-                     owner);
-      mids.append(md);
-    }
-    js["mid"] = mids;
-    js["epochs"] = sd.mids.size() == 1 ? mids[0]["epochs"] : py::none();
-    js["separate_final_epoch"] = sd.mids.size() == 1 ? mids[0]["separate_final_epoch"] : py::none();
-    if (sd.blended) {
-      const auto n = static_cast<py::ssize_t>(sd.blend.dataset_index.size());
-      py::dict blend;
-      if (sd.mids.size() <= 32767) {  // Megatron's int16 (as the command writes it)
-        py::array_t<int16_t> di(n);
-        auto* d = di.mutable_data();
-        for (py::ssize_t k = 0; k < n; ++k) d[k] = static_cast<int16_t>(sd.blend.dataset_index[k]);
-        blend["dataset_index"] = di;
-      } else {
-        blend["dataset_index"] = View(sd.blend.dataset_index, {n}, owner);
-      }
-      blend["dataset_sample_index"] = View(sd.blend.dataset_sample_index, {n}, owner);
-      js["blend"] = blend;
-      js["weights"] = py::cast(sd.weights);
-      js["size"] = Optional(sd.size);
-    } else {
-      js["weights"] = py::none();
-    }
-    out[name] = js;
-  }
-  return out;
+  return Offline(o, nullptr);
 }
 
 // Positions as int64; InvalidArgument for anything but integers.
@@ -191,87 +119,16 @@ std::vector<int64_t> Positions(const py::object& positions) {
   return out;
 }
 
-// As `gridfeed samples`: items_index, tokens, labels, loss_mask, position_ids (+ attention_mask
-// uint8, + dataset_id int16 for blends), in the command's dtypes and shapes.
+// As `gridfeed samples` writes them: the pipeline's fields of `positions`, in its dtypes and
+// shapes.
 py::dict Samples(const py::object& positions, const py::kwargs& kwargs) {
   const config::JobOptions o = Resolve("gridfeed.samples", kwargs,
                                        {config::Group::kData, config::Group::kGrid,
                                         config::Group::kBatch, config::Group::kSplitName});
-  const std::vector<int64_t> pos = Positions(positions);
-  if (o.data.is_olmo()) return OlmoSamplesDict(o, pos);  // instance indices, negative allowed
-  const std::string& name = o.feed.split_name;
-  order::Split split = order::Split::kTrain;
-  for (int i = 0; i < 3; ++i) {
-    if (name == order::kSplitNames[i]) split = static_cast<order::Split>(i);
-  }
-  std::unique_ptr<order::BuiltOrder> built;
-  Status st;
-  {
-    py::gil_scoped_release release;
-    auto pipeline = order::Pipeline::For(o);
-    auto b = pipeline.ok() ? (*pipeline)->Build()
-                           : Result<std::unique_ptr<order::BuiltOrder>>(pipeline.status());
-    if (b.ok()) {
-      built = std::move(b).value();
-    } else {
-      st = b.status();
-    }
-  }
-  ThrowIfError(st);
-  const order::OrderView& view = built->view();
-  const int64_t length = view.length(split);
-  if (length == 0) ThrowIfError(FailedPrecondition("split " + name + " is empty"));
-  for (int64_t p : pos) {  // checked before anything is allocated
-    if (p < 0)
-      ThrowIfError(InvalidArgument("gridfeed.samples: negative position " + std::to_string(p)));
-    if (p >= length) {
-      ThrowIfError(OutOfRange("gridfeed.samples: position " + std::to_string(p) +
-                              " is beyond the split's " + std::to_string(length) + " samples"));
-    }
-  }
-  const auto n = static_cast<py::ssize_t>(pos.size());
-  // One array shape: every position at one length (a mixture stage may set its own).
-  auto lengths = order::SeqLengthsOf(o, split);
-  ThrowIfError(lengths.status());
-  auto common = lengths->Common(pos);
-  ThrowIfError(common.status());
-  const auto L = static_cast<py::ssize_t>(*common);
-  const bool mask = o.data.create_attention_mask, blend = view.is_blend(split);
-  py::array_t<int64_t> items(n), tokens({n, L}), labels({n, L}), position_ids({n, L});
-  py::array_t<float> loss_mask({n, L});
-  py::array_t<uint8_t> attention_mask(mask ? std::vector<py::ssize_t>{n, 1, L, L}
-                                           : std::vector<py::ssize_t>{0});
-  py::array_t<int16_t> dataset_id(blend ? n : 0);
-  {
-    int64_t* pi = items.mutable_data();
-    int64_t *pt = tokens.mutable_data(), *pl = labels.mutable_data(),
-            *pp = position_ids.mutable_data();
-    float* pm = loss_mask.mutable_data();
-    uint8_t* pa = attention_mask.mutable_data();
-    int16_t* pd = dataset_id.mutable_data();
-    py::gil_scoped_release release;
-    order::Sample sample;
-    for (py::ssize_t k = 0; k < n; ++k) {
-      const order::SampleRecord r = view.Read(split, pos[k], &sample, /*hash_tokens=*/false);
-      pi[k] = pos[k];
-      std::copy(sample.tokens.begin(), sample.tokens.end(), pt + k * L);
-      std::copy(sample.labels.begin(), sample.labels.end(), pl + k * L);
-      std::copy(sample.position_ids.begin(), sample.position_ids.end(), pp + k * L);
-      std::copy(sample.loss_mask.begin(), sample.loss_mask.end(), pm + k * L);
-      if (mask)
-        std::copy(sample.attention_mask.begin(), sample.attention_mask.end(), pa + k * L * L);
-      if (blend) pd[k] = static_cast<int16_t>(r.dataset);
-    }
-  }
-  py::dict out;
-  out["items_index"] = items;
-  out["tokens"] = tokens;
-  out["labels"] = labels;
-  out["loss_mask"] = loss_mask;
-  out["position_ids"] = position_ids;
-  if (mask) out["attention_mask"] = attention_mask;
-  if (blend) out["dataset_id"] = dataset_id;
-  return out;
+  order::PositionRequest request;
+  request.list = Positions(positions);
+  request.who = "gridfeed.samples";
+  return Offline(o, &request);
 }
 
 // The largest step replay accepts: the option table's bound on --train-iters (replay builds the
@@ -453,8 +310,10 @@ dataset_sample_index) for blends. Arrays are read-only-by-convention views kept 
       R"doc(Assembled samples of one split, as `gridfeed samples` writes them (no MPI).
 
 samples(positions, config=None, split_name="train", **data_options) -> {items_index, tokens,
-labels, loss_mask, position_ids[, attention_mask uint8][, dataset_id int16]}; positions are
-integers (a sequence, range or 1-D array) in the split's top-level order.)doc");
+labels, loss_mask, position_ids[, attention_mask uint8][, dataset_id int16]} for GPT orders;
+SFT adds cu_seqlens, max_seqlen, row_index; FIM as `gridfeed samples --fim-data`; OLMo gives
+index, input_ids, its masks and metadata. Positions are integers (a sequence, range or 1-D
+array) in the split's top-level order (OLMo: instance indices, negative from the end).)doc");
   m.def(
       "replay",
       [](py::object source, py::object steps, py::kwargs kwargs) {

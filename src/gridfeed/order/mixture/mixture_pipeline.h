@@ -69,4 +69,8 @@ Result<ScheduledBlend> MixtureBlend(const config::JobOptions& o, const MixtureLa
 
 std::unique_ptr<Pipeline> MakeMixturePipeline(const config::JobOptions& options);
 
+struct PipelineKind;
+// The registry's entry (registry.h; mixture_kind.cc).
+const PipelineKind& MixtureKind();
+
 }  // namespace gridfeed::order

@@ -1,10 +1,13 @@
 #include "gridfeed/order/olmo/olmo_outputs.h"
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 
+#include "gridfeed/core/parse.h"
 #include "gridfeed/io/olmo_token_files.h"
 #include "gridfeed/order/olmo/olmo_instance.h"
 #include "gridfeed/order/olmo/olmo_pipeline.h"
+#include "gridfeed/order/registry.h"
 
 namespace gridfeed::order {
 
@@ -80,6 +83,92 @@ Result<OlmoItems> ReadOlmoItems(const config::JobOptions& o, const std::vector<i
   }
   out.metadata_json = metadata.dump(1);
   return out;
+}
+
+namespace {
+
+// "A:B" (B exclusive) or single indices (negative: from the end, as OLMo's dataset[i]); at
+// most 2^24 of them (bounds are checked by ReadOlmoItems before any read).
+Result<std::vector<int64_t>> ParseInstances(const std::string& spec) {
+  std::vector<int64_t> out;
+  std::stringstream ss(spec);
+  std::string part;
+  auto num = [](const std::string& s) -> Result<int64_t> {
+    const auto v = ParseInt64(s);
+    if (!v) return InvalidArgument("--positions: '" + s + "' is not an integer");
+    return *v;
+  };
+  while (std::getline(ss, part, ',')) {
+    const size_t colon = part.find(':');
+    if (colon == std::string::npos) {
+      GRIDFEED_ASSIGN_OR_RETURN(int64_t a, num(part));
+      out.push_back(a);
+    } else {
+      GRIDFEED_ASSIGN_OR_RETURN(int64_t a, num(part.substr(0, colon)));
+      GRIDFEED_ASSIGN_OR_RETURN(int64_t b, num(part.substr(colon + 1)));
+      if (a < 0 || b <= a) return InvalidArgument("--positions: bad range '" + part + "'");
+      if (b - a > (int64_t{1} << 24) - static_cast<int64_t>(out.size())) {
+        return InvalidArgument("--positions: at most 2^24 instances");
+      }
+      for (int64_t v = a; v < b; ++v) out.push_back(v);
+    }
+    if (out.size() > (size_t{1} << 24)) return InvalidArgument("--positions: at most 2^24");
+  }
+  return out;
+}
+
+Result<OfflineOutput> Tables(const config::JobOptions& o) {
+  GRIDFEED_ASSIGN_OR_RETURN(OlmoTables t, BuildOlmoTables(o));
+  OfflineOutput out;
+  const size_t n = t.global_indices.size();
+  out.Add("global_indices.npy", std::move(t.global_indices));
+  out.texts.push_back({"summary.json", t.summary_json + "\n", /*spread=*/false});
+  out.summary =
+      "tables: wrote {out}/global_indices.npy (" + std::to_string(n) + " entries) and summary.json";
+  return out;
+}
+
+Result<OfflineOutput> Samples(const config::JobOptions& o, const PositionRequest& request) {
+  std::vector<int64_t> indices;
+  if (request.list) {
+    indices = *request.list;
+  } else {
+    GRIDFEED_ASSIGN_OR_RETURN(indices, ParseInstances(request.text));
+  }
+  GRIDFEED_ASSIGN_OR_RETURN(OlmoItems it, ReadOlmoItems(o, indices));
+  const auto n = static_cast<int64_t>(it.index.size());
+  const int64_t L = it.seq_length;
+  OfflineOutput out;
+  out.Add("index.npy", std::move(it.index));
+  out.Add("input_ids.npy", std::move(it.input_ids), {n, L});
+  if (it.has_label_mask) out.Add("label_mask.npy", std::move(it.label_mask), {n, L});
+  if (it.has_attention_mask) out.Add("attention_mask.npy", std::move(it.attention_mask), {n, L});
+  if (it.has_instance_mask) out.Add("instance_mask.npy", std::move(it.instance_mask));
+  if (it.has_doc_lens) {
+    out.Add("doc_lens_flat.npy", std::move(it.doc_lens_flat));
+    out.Add("doc_lens_offsets.npy", std::move(it.doc_lens_offsets));
+  }
+  out.texts.push_back({"metadata.json", it.metadata_json + "\n", /*spread=*/false});
+  out.summary = "samples: wrote " + std::to_string(n) + " OLMo instances to {out}";
+  return out;
+}
+
+Result<std::unique_ptr<Pipeline>> Make(const config::JobOptions& o) { return MakeOlmoPipeline(o); }
+
+}  // namespace
+
+const PipelineKind& OlmoKind() {
+  static constexpr PipelineKind kKind = {
+      .name = "olmo",
+      .selects = [](const config::DataOptions& d) { return d.is_olmo(); },
+      .make = Make,
+      .seq_lengths = nullptr,
+      .tables = Tables,
+      .no_tables = nullptr,
+      .samples = Samples,
+      .no_bench = nullptr,
+  };
+  return kKind;
 }
 
 }  // namespace gridfeed::order

@@ -9,6 +9,7 @@
 
 #include "gridfeed/config/options.h"
 #include "gridfeed/core/status.h"
+#include "gridfeed/order/offline_output.h"
 
 namespace gridfeed::order {
 
@@ -36,5 +37,12 @@ struct OlmoItems {
 // OutOfRange "<i> is out of bounds for dataset of size <n>" (OLMo's IndexError) before reading.
 Result<OlmoItems> ReadOlmoItems(const config::JobOptions& options,
                                 const std::vector<int64_t>& indices);
+
+struct PipelineKind;
+// The registry's entry (registry.h): `tables` writes global_indices.npy and summary.json (the
+// Python result: {"summary", "global_indices"}); `samples` reads instance indices (negative:
+// from the end; the command's text "A:B" or single indices, at most 2^24) and writes index,
+// input_ids and the configured masks, doc lengths and metadata.json.
+const PipelineKind& OlmoKind();
 
 }  // namespace gridfeed::order

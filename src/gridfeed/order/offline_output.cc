@@ -1,20 +1,22 @@
-#include "positions.h"
+#include "gridfeed/order/offline_output.h"
 
 #include <sstream>
 #include <utility>
 
 #include "gridfeed/core/parse.h"
 
-namespace gridfeed::app {
+namespace gridfeed::order {
+namespace {
 
-Result<std::vector<int64_t>> ParsePositions(const std::string& spec, int64_t length) {
+Result<std::vector<int64_t>> ParseText(const std::string& spec, int64_t length,
+                                       const std::string& who) {
   std::vector<std::pair<int64_t, int64_t>> ranges;  // [a, b)
   std::stringstream ss(spec);
   std::string part;
   auto num = [&](const std::string& s) -> Result<int64_t> {
     const auto v = ParseInt64(s);
     if (!v || *v < 0) {
-      return InvalidArgument("--positions: '" + s + "' is not a non-negative integer");
+      return InvalidArgument(who + ": '" + s + "' is not a non-negative integer");
     }
     return *v;
   };
@@ -26,14 +28,14 @@ Result<std::vector<int64_t>> ParsePositions(const std::string& spec, int64_t len
     } else {
       GRIDFEED_ASSIGN_OR_RETURN(int64_t a, num(part.substr(0, colon)));
       GRIDFEED_ASSIGN_OR_RETURN(int64_t b, num(part.substr(colon + 1)));
-      if (b <= a) return InvalidArgument("--positions: empty range '" + part + "'");
+      if (b <= a) return InvalidArgument(who + ": empty range '" + part + "'");
       ranges.push_back({a, b});
     }
   }
   int64_t total = 0;
   for (const auto& [a, b] : ranges) {
     if (b > length) {
-      return OutOfRange("--positions: " + std::to_string(b - 1) + " is beyond the split's " +
+      return OutOfRange(who + ": " + std::to_string(b - 1) + " is beyond the split's " +
                         std::to_string(length) + " samples");
     }
     total += b - a;  // each part lies in [0, length)
@@ -46,4 +48,18 @@ Result<std::vector<int64_t>> ParsePositions(const std::string& spec, int64_t len
   return out;
 }
 
-}  // namespace gridfeed::app
+}  // namespace
+
+Result<std::vector<int64_t>> PositionRequest::Resolve(int64_t length) const {
+  if (!list) return ParseText(text, length, who);
+  for (int64_t p : *list) {
+    if (p < 0) return InvalidArgument(who + ": negative position " + std::to_string(p));
+    if (p >= length) {
+      return OutOfRange(who + ": position " + std::to_string(p) + " is beyond the split's " +
+                        std::to_string(length) + " samples");
+    }
+  }
+  return *list;
+}
+
+}  // namespace gridfeed::order
