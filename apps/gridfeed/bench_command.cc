@@ -2,7 +2,9 @@
 // corpus. World rank 0 builds the tables and writes their image (time, peak RSS, sizes) and
 // times one reader's assembly against its memcpy floor (bench_measure.h) while the other ranks
 // sleep; then, under mpirun, every rank opens the feeder as `run` does and the start-up until
-// every rank is ready is reported per phase (slowest rank). Only world rank 0 prints.
+// every rank is ready is reported per phase (slowest rank), with the node windows it allocated.
+// --project-nodes N --project-dp D adds a projection of that start-up onto another grid
+// (Project() in bench_report.h: the formulas). Only world rank 0 prints.
 //
 // Collective discipline: every rank takes the same path; a failure on any rank (options,
 // rank 0's build, the feeder's open) is agreed, so every rank returns the same error.
@@ -32,6 +34,7 @@ constexpr int64_t kMaxBenchSamples = 100'000'000;
 struct BenchArgs {
   int64_t samples = 0;
   bool json = false;
+  int64_t project_nodes = 0, project_dp = 0;  // 0: no projection
 };
 
 // User + system CPU seconds of this process (all its threads).
@@ -64,6 +67,12 @@ Status MeasureStartup(const config::JobOptions& options, int world_rank, Startup
   GRIDFEED_RETURN_IF_ERROR(parallel::MpiStatus(
       MPI_Reduce(&others, &others_sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD),
       "MPI_Reduce(sum)"));
+  // The window this rank's node allocated (0 off the readers): the largest is the job's peak.
+  const uint64_t window = f->table_bytes_on_node();
+  uint64_t largest_window = 0;
+  GRIDFEED_RETURN_IF_ERROR(parallel::MpiStatus(
+      MPI_Reduce(&window, &largest_window, 1, MPI_UINT64_T, MPI_MAX, 0, MPI_COMM_WORLD),
+      "MPI_Reduce(window max)"));
   // Read on world rank 0 only.
   out->seconds = slowest[0];
   out->build_seconds = s.build_seconds;
@@ -71,6 +80,9 @@ Status MeasureStartup(const config::JobOptions& options, int world_rank, Startup
   out->open_seconds = slowest[2];
   out->cpu_rank0_seconds = cpu;
   out->cpu_others_seconds = others_sum;
+  out->nodes = f->num_nodes();
+  out->node_window_bytes = largest_window;
+  for (int n : f->readers_per_node()) out->readers += n;  // world rank 0's list
   return Status::Ok();  // ~Feeder here, on every rank (collective)
 }
 
@@ -87,6 +99,17 @@ Status Bench(const BenchArgs& a, const config::OptionFlags& flags) {
   if (valid.ok() && (a.samples < 0 || a.samples > kMaxBenchSamples)) {
     valid = InvalidArgument("--samples must be in [0, " + std::to_string(kMaxBenchSamples) +
                             "] (0: about two seconds' worth), got " + std::to_string(a.samples));
+  }
+  if (valid.ok() &&
+      (a.project_nodes < 0 || a.project_dp < 0 || (a.project_nodes > 0) != (a.project_dp > 0))) {
+    valid =
+        InvalidArgument("--project-nodes and --project-dp go together, each at least 1; got " +
+                        std::to_string(a.project_nodes) + " and " + std::to_string(a.project_dp));
+  }
+  if (valid.ok() && a.project_nodes > 0 && world_size < 2) {
+    valid = FailedPrecondition(
+        "--project-nodes needs a broadcast between nodes measured in this run: run bench under "
+        "mpirun on at least 2 nodes (or simulated ones: --testing-ranks-per-node)");
   }
   if (valid.ok() && resolved->data.is_fim()) {
     // Its samples are GPT windows re-encoded on text: the GPT memcpy floor is not theirs.
@@ -117,6 +140,7 @@ Status Bench(const BenchArgs& a, const config::OptionFlags& flags) {
 
   BenchReport report;
   report.ranks = world_size;
+  report.data_parallel_size = options.grid.data_parallel_size;
   Status measured;
   if (world_rank == 0) measured = MeasureBuildAndAssembly(options, a.samples, &report);
   // The others sleep while rank 0 measures, then learn how it went.
@@ -127,6 +151,19 @@ Status Bench(const BenchArgs& a, const config::OptionFlags& flags) {
     StartupFacts startup;
     GRIDFEED_RETURN_IF_ERROR(MeasureStartup(options, world_rank, &startup));
     report.startup = startup;
+  }
+  if (a.project_nodes > 0) {
+    // On world rank 0, where the start-up was reduced; the outcome is agreed.
+    Status projected;
+    if (world_rank == 0) {
+      auto p = Project(report, a.project_nodes, a.project_dp);
+      if (p.ok()) {
+        report.projection = *p;
+      } else {
+        projected = p.status();
+      }
+    }
+    GRIDFEED_RETURN_IF_ERROR(parallel::AgreeOnStatus(MPI_COMM_WORLD, projected, world_rank));
   }
   if (world_rank == 0) {
     const std::string text = a.json ? ReportJson(report) + "\n" : ReportText(report);
@@ -148,6 +185,11 @@ Runner RegisterBench(CLI::App& app) {
   sub->add_option("--samples", a->samples,
                   "Positions one reader assembles for the rate (0: about two seconds' worth)");
   sub->add_flag("--json", a->json, "Print one JSON object (keys in README) instead of a table");
+  sub->add_option("--project-nodes", a->project_nodes,
+                  "Project the start-up onto this many nodes (with --project-dp; under mpirun on "
+                  "2+ nodes): a projection from this run's measured start-up, not a measurement");
+  sub->add_option("--project-dp", a->project_dp,
+                  "The data-parallel size of the projected grid (this run's TP, PP and CP kept)");
   return [a, flags]() -> Status {
     return RunMpiJob("gridfeed bench", [&] { return Bench(*a, *flags); });
   };

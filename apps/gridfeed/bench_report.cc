@@ -56,6 +56,38 @@ std::string Seconds(double v) {
 
 }  // namespace
 
+Result<ProjectionFacts> Project(const BenchReport& r, int64_t nodes, int64_t dp) {
+  if (!r.startup || r.startup->nodes < 2 || r.startup->readers <= 0) {
+    return FailedPrecondition(
+        "--project-nodes needs a broadcast between nodes measured in this run: run bench under "
+        "mpirun on at least 2 nodes (or simulated ones: --testing-ranks-per-node)");
+  }
+  constexpr int64_t kMax = 1'000'000'000;  // keeps readers and bytes far from overflow
+  if (nodes < 1 || dp < 1 || nodes > kMax || dp > kMax) {
+    return InvalidArgument("--project-nodes and --project-dp must be in [1, 10^9], got " +
+                           std::to_string(nodes) + " and " + std::to_string(dp));
+  }
+  const StartupFacts& t = *r.startup;
+  const auto rounds = [](int64_t n) {  // ceil(log2 n): the rounds of a binomial tree
+    int64_t k = 0;
+    while ((int64_t{1} << k) < n) ++k;
+    return k;
+  };
+  ProjectionFacts p;
+  p.nodes = nodes;
+  p.data_parallel_size = dp;
+  p.readers = dp * (t.readers / r.data_parallel_size);
+  p.readers_per_node = (p.readers + nodes - 1) / nodes;
+  p.node_window_bytes = t.node_window_bytes;
+  p.plain_copy_bytes_per_node = t.node_window_bytes * static_cast<uint64_t>(p.readers_per_node);
+  p.build_seconds = t.build_seconds;
+  p.broadcast_seconds = t.broadcast_seconds * static_cast<double>(rounds(nodes)) /
+                        static_cast<double>(rounds(t.nodes));
+  p.open_seconds = t.open_seconds;
+  p.seconds = p.build_seconds + p.broadcast_seconds + p.open_seconds;
+  return p;
+}
+
 std::string ReportText(const BenchReport& r) {
   std::string out;
   char s[512];
@@ -96,6 +128,29 @@ std::string ReportText(const BenchReport& r) {
     std::snprintf(s, sizeof(s), "rank 0 %.2f s, the other ranks %.2f s in all", t.cpu_rank0_seconds,
                   t.cpu_others_seconds);
     Row(&out, "CPU", s);
+    Row(&out, "node windows",
+        std::to_string(t.nodes) + ", the largest " + Bytes(t.node_window_bytes));
+  }
+  if (r.projection) {
+    const ProjectionFacts& p = *r.projection;
+    std::snprintf(s, sizeof(s),
+                  "PROJECTION (not measured) onto %lld nodes at DP %lld, from this run's "
+                  "start-up\n",
+                  static_cast<long long>(p.nodes), static_cast<long long>(p.data_parallel_size));
+    out += s;
+    std::snprintf(s, sizeof(s), "%lld in all, %lld per node (D x this run's readers per DP rank)",
+                  static_cast<long long>(p.readers), static_cast<long long>(p.readers_per_node));
+    Row(&out, "readers", s);
+    Row(&out, "node window", Bytes(p.node_window_bytes) + " (this run's largest: the whole image)");
+    Row(&out, "plain copy per reader",
+        Bytes(p.plain_copy_bytes_per_node) + " per node (window x readers per node)");
+    Row(&out, "build + image write",
+        Seconds(p.build_seconds) + " (world rank 0 alone, as measured)");
+    Row(&out, "broadcast",
+        Seconds(p.broadcast_seconds) +
+            " (measured x ceil(log2 nodes) / ceil(log2 measured nodes))");
+    Row(&out, "open", Seconds(p.open_seconds) + " (as measured)");
+    Row(&out, "total", Seconds(p.seconds));
   }
   return out;
 }
@@ -125,7 +180,8 @@ std::string ReportJson(const BenchReport& r) {
         {"floor_seconds", a.floor_seconds},
         {"floor_samples_per_second", OrNull(Rate(a.samples, a.floor_seconds))},
         {"read_over_floor", OrNull(a.floor_seconds > 0 ? a.read_seconds / a.floor_seconds : 0)}}},
-      {"startup", nullptr}};
+      {"startup", nullptr},
+      {"projection", nullptr}};
   if (r.startup) {
     const StartupFacts& t = *r.startup;
     j["startup"] = {{"seconds", t.seconds},
@@ -133,7 +189,30 @@ std::string ReportJson(const BenchReport& r) {
                     {"broadcast_seconds", t.broadcast_seconds},
                     {"open_seconds", t.open_seconds},
                     {"cpu_rank0_seconds", t.cpu_rank0_seconds},
-                    {"cpu_others_seconds", t.cpu_others_seconds}};
+                    {"cpu_others_seconds", t.cpu_others_seconds},
+                    {"nodes", t.nodes},
+                    {"node_window_bytes", t.node_window_bytes},
+                    {"readers", t.readers}};
+  }
+  if (r.projection) {
+    const ProjectionFacts& p = *r.projection;
+    j["projection"] = {
+        {"nodes", p.nodes},
+        {"data_parallel_size", p.data_parallel_size},
+        {"readers", p.readers},
+        {"readers_per_node", p.readers_per_node},
+        {"node_window_bytes", p.node_window_bytes},
+        {"plain_copy_bytes_per_node", p.plain_copy_bytes_per_node},
+        {"build_seconds", p.build_seconds},
+        {"broadcast_seconds", p.broadcast_seconds},
+        {"open_seconds", p.open_seconds},
+        {"seconds", p.seconds},
+        {"formula",
+         "readers = D * startup.readers / DP; readers_per_node = ceil(readers / N); "
+         "node_window_bytes = startup.node_window_bytes; plain_copy_bytes_per_node = "
+         "node_window_bytes * readers_per_node; build = startup.build_seconds; broadcast = "
+         "startup.broadcast_seconds * ceil(log2 N) / ceil(log2 startup.nodes); open = "
+         "startup.open_seconds; seconds = build + broadcast + open"}};
   }
   return j.dump();
 }

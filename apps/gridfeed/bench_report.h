@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "gridfeed/core/status.h"
+
 namespace gridfeed::app {
 
 // World rank 0's table build, measured first: peak RSS is a high-water mark.
@@ -36,6 +38,31 @@ struct StartupFacts {
   double broadcast_seconds = 0;  // from then until the slowest rank holds the image
   double open_seconds = 0;       // opening the token stores, slowest rank
   double cpu_rank0_seconds = 0, cpu_others_seconds = 0;  // user + system, others summed
+  // The feeder's node windows (parallel::SharedImage), as allocated in this start-up: how many
+  // (one per node with readers; simulated nodes with --testing-ranks-per-node), and the bytes
+  // of the largest (Feeder::table_bytes_on_node(), the maximum over the ranks).
+  int nodes = 0;
+  uint64_t node_window_bytes = 0;
+  int readers = 0;  // reader ranks in all (the ranks holding a window's view), summed over nodes
+};
+
+// A projection of the start-up onto another grid (--project-nodes N --project-dp D), from this
+// run's measured start-up; not a measurement. The run's TP, PP and CP are kept. Formulas
+// (M = the run's nodes, at least 2, so that a broadcast between leaders was measured):
+//   readers          = D * (this run's readers / this run's DP)
+//   readers_per_node = ceil(readers / N)
+//   node_window      = this run's largest node window (each window holds the whole image)
+//   plain_copy       = node_window * readers_per_node (one private copy per reader instead)
+//   build            = this run's build + image write (world rank 0 alone, whatever N)
+//   broadcast        = this run's broadcast * ceil(log2 N) / ceil(log2 M) (a binomial tree:
+//                      ceil(log2 nodes) rounds of the whole image; the rate is this run's links)
+//   open             = this run's open (every reader opens its stores at once)
+//   seconds          = build + broadcast + open
+struct ProjectionFacts {
+  int64_t nodes = 0, data_parallel_size = 0;
+  int64_t readers = 0, readers_per_node = 0;
+  uint64_t node_window_bytes = 0, plain_copy_bytes_per_node = 0;
+  double build_seconds = 0, broadcast_seconds = 0, open_seconds = 0, seconds = 0;
 };
 
 struct BenchReport {
@@ -45,8 +72,14 @@ struct BenchReport {
   int ranks = 1;
   BuildFacts build;
   AssemblyFacts assembly;
-  std::optional<StartupFacts> startup;  // with more than one rank
+  int64_t data_parallel_size = 1;
+  std::optional<StartupFacts> startup;        // with more than one rank
+  std::optional<ProjectionFacts> projection;  // with --project-nodes/--project-dp
 };
+
+// The projection of `r`'s start-up (ProjectionFacts' formulas) onto `nodes` nodes at DP `dp`.
+// FailedPrecondition without a start-up measured between at least 2 nodes.
+Result<ProjectionFacts> Project(const BenchReport& r, int64_t nodes, int64_t dp);
 
 std::string ReportText(const BenchReport& r);
 // One line of JSON (rates and ratios derived here; null where a time is 0).

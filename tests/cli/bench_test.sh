@@ -22,7 +22,9 @@ ranks, samples, tokens = (int(a) for a in sys.argv[1:4])
 lines = [l for l in sys.stdin.read().splitlines() if l.strip()]
 assert len(lines) == 1, f"expected one JSON line on stdout, got {len(lines)}: {lines}"
 r = json.loads(lines[0])
-assert set(r) == {"pipeline", "split", "seq_length", "ranks", "build", "assembly", "startup"}, r
+assert set(r) == {"pipeline", "split", "seq_length", "ranks", "build", "assembly", "startup",
+                  "projection"}, r
+assert r["projection"] is None, r["projection"]  # only with --project-nodes
 assert r["ranks"] == ranks and r["split"] == "train" and r["seq_length"] > 0, r
 b = r["build"]
 assert set(b) == {"build_seconds", "image_write_seconds", "table_bytes", "image_bytes",
@@ -44,7 +46,11 @@ if ranks == 1:
     assert s is None, s
 else:
     assert set(s) == {"seconds", "build_seconds", "broadcast_seconds", "open_seconds",
-                      "cpu_rank0_seconds", "cpu_others_seconds"}, s
+                      "cpu_rank0_seconds", "cpu_others_seconds", "nodes", "node_window_bytes",
+                      "readers"}, s
+    # One machine, one window; every window holds the whole image today.
+    assert s["nodes"] == 1 and s["readers"] == ranks, s
+    assert s["node_window_bytes"] == b["image_bytes"], (s, b)
     assert s["seconds"] > 0 and s["build_seconds"] > 0 and s["broadcast_seconds"] > 0, s
     assert s["open_seconds"] > 0 and s["cpu_rank0_seconds"] > 0 and s["cpu_others_seconds"] >= 0, s
     assert s["seconds"] >= s["build_seconds"], s

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Simulated scale on one machine: 16 ranks as 8 simulated nodes of 2 ranks each
+# (--testing-ranks-per-node 2), each node with its own shared window and leader, against the
+# same 16 ranks on the real (one) node. Checks, for TP 2 x PP 2 x DP 4 (one reader on every
+# node) and DP 16 (two readers on every node): run reports 8 windows with the expected readers
+# and the dumps of all 16 ranks are byte-identical to the real node's; a dump of other data
+# (consumed samples 12 instead of 8) does differ, so the comparison can fail; a corrupted image
+# on the last node's leader is the same error on all 16 ranks; `bench --json` at 8 nodes
+# reports 8 nodes and the largest window (today the whole image on every node).
+set -euo pipefail
+GRIDFEED=$(realpath "$1")
+GOLDEN=$(realpath "$2")
+WORK=$(mktemp -d /tmp/gridfeed_scale.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
+cd "$GOLDEN"
+BASE=(--data-path corpora/corpus_u16 --split 969,30,1 --seq-length 64 --seed 1234
+      --train-samples 3000 --valid-samples 120 --test-samples 30 --micro-batch-size 4)
+fail() { echo "FAIL: $*" >&2; exit 1; }
+run16() {  # run16 NAME ARGS...: gridfeed run on 16 ranks, output in $WORK/NAME.out
+  local name=$1
+  shift
+  timeout 120 mpirun -n 16 --oversubscribe "$GRIDFEED" run "${BASE[@]}" "$@" \
+    > "$WORK/$name.out" 2>&1
+}
+windows() {  # windows NAME COUNT READERS: run's window line
+  grep -q "^table windows: $2 (.*readers per node: $3)$" "$WORK/$1.out" ||
+    { cat "$WORK/$1.out"; fail "$1: expected $2 windows (readers per node: $3)"; }
+}
+
+# 1. Two grids, real node vs 8 simulated nodes of 2 ranks. Megatron's rank order (TP fastest,
+#    then DP, then PP): at TP 2 x PP 2 x DP 4 the readers (tp 0 of both stages) are the even
+#    world ranks, one on each simulated node {2k, 2k+1}; at DP 16 every rank reads.
+#    name | grid flags | readers on the real node | readers per simulated node
+for case in "tp2pp2dp4|--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2|8|1" \
+            "dp16||16|2"; do
+  IFS='|' read -r name grid real per <<< "$case"
+  read -r -a GRID <<< "$grid"
+  FLAGS=("${GRID[@]}" --global-batch-size 16 --train-iters 2 --consumed-samples 8)
+  [ "$name" = dp16 ] && FLAGS=(--global-batch-size 64 --train-iters 2 --consumed-samples 64)
+  run16 "$name.real" "${FLAGS[@]}" --dump "$WORK/$name.real" ||
+    { cat "$WORK/$name.real.out"; fail "$name: real-node run failed"; }
+  windows "$name.real" 1 "$real"
+  run16 "$name.sim" "${FLAGS[@]}" --testing-ranks-per-node 2 --dump "$WORK/$name.sim" ||
+    { cat "$WORK/$name.sim.out"; fail "$name: 8 simulated nodes: run failed"; }
+  windows "$name.sim" 8 "$(printf "$per %.0s" 1 2 3 4 5 6 7 8 | sed 's/ $//')"
+  grep -q "checks: .* ok" "$WORK/$name.sim.out" || fail "$name: no checks line"
+  [ "$(ls "$WORK/$name.real" | wc -l)" -eq 16 ] || fail "$name: expected 16 rank dumps"
+  diff -r "$WORK/$name.real" "$WORK/$name.sim" > "$WORK/$name.diff" ||
+    { head "$WORK/$name.diff"; fail "$name: dump at 8 simulated nodes differs from the real node"; }
+  echo "$name: 8 simulated nodes x 2 ranks, 8 windows, 16 dumps identical to the real node"
+done
+
+# 2. The comparison can fail: other data (TP 2 x PP 2 x DP 4 from consumed samples 12) at
+#    8 simulated nodes must differ from the real node's dump of consumed samples 8.
+run16 other --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 \
+  --global-batch-size 16 --train-iters 2 --consumed-samples 12 --testing-ranks-per-node 2 \
+  --dump "$WORK/other" || { cat "$WORK/other.out"; fail "other data: run failed"; }
+! diff -rq "$WORK/tp2pp2dp4.real" "$WORK/other" > /dev/null ||
+  fail "a dump of other samples compared equal: the comparison cannot fail"
+echo "other samples: dump differs, as it must"
+
+# 3. A corrupted image on the last simulated node (node 7, leader world rank 14): the same
+#    digest error on every one of the 16 ranks, the job ends non-zero, no hang.
+start=$(date +%s)
+set +e
+run16 corrupt --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 \
+  --global-batch-size 16 --train-iters 2 --testing-ranks-per-node 2 --testing-corrupt-image-node 7
+rc=$?
+set -e
+elapsed=$(( $(date +%s) - start ))
+[ "$rc" -ne 0 ] || { cat "$WORK/corrupt.out"; fail "corrupted image on node 7 accepted"; }
+[ "$rc" -ne 124 ] || { cat "$WORK/corrupt.out"; fail "corrupted image on node 7: job hung"; }
+want="rank 14: image digest mismatch after the broadcast on node 7 "
+n=$(grep -c "^gridfeed run: error (rank [0-9]*): .*$want" "$WORK/corrupt.out" || true)
+[ "$n" -eq 16 ] || { cat "$WORK/corrupt.out"; fail "expected '$want' on 16 ranks, got $n"; }
+echo "corrupted image on node 7 of 8: same error on 16 ranks, status $rc after ${elapsed}s"
+
+# 4. bench --json at 8 simulated nodes (DP 16): 8 nodes, and the largest node window is the
+#    window the feeder allocated (today: the whole image, so equal to build.image_bytes).
+timeout 120 mpirun -n 16 --oversubscribe "$GRIDFEED" bench "${BASE[@]}" --samples 100 \
+  --testing-ranks-per-node 2 --json > "$WORK/bench.json" 2> "$WORK/bench.err" ||
+  { cat "$WORK/bench.err"; fail "bench at 8 simulated nodes failed"; }
+/usr/bin/python3 - "$WORK/bench.json" <<'PY' || fail "bench JSON at 8 simulated nodes (see above)"
+import json, sys
+r = json.load(open(sys.argv[1]))
+s, b = r["startup"], r["build"]
+assert r["ranks"] == 16, r
+assert s["nodes"] == 8, s
+assert s["node_window_bytes"] == b["image_bytes"] > 0, (s, b)
+print(f"bench: 8 nodes, node window {s['node_window_bytes']} B = image")
+PY
+
+# 5. The projection (bench --project-nodes N --project-dp D) from the measured start-up of
+#    TP 2 x PP 2 x DP 4 at 8 simulated nodes, checked against arithmetic done here from the
+#    JSON's measured start-up and the grid rule (readers: tp 0 of the first and last stages).
+timeout 120 mpirun -n 16 --oversubscribe "$GRIDFEED" bench "${BASE[@]}" --samples 100 \
+  --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --testing-ranks-per-node 2 \
+  --project-nodes 1000 --project-dp 4000 --json > "$WORK/project.json" 2> "$WORK/project.err" ||
+  { cat "$WORK/project.err"; fail "bench --project-nodes failed"; }
+/usr/bin/python3 - "$WORK/project.json" <<'PY' || fail "projection arithmetic (see above)"
+import json, math, sys
+r = json.load(open(sys.argv[1]))
+s, p = r["startup"], r["projection"]
+N, D = 1000, 4000
+assert s["nodes"] == 8 and s["readers"] == 2 * 4, s  # 2 stages x DP 4 readers, 1 per node
+assert p["nodes"] == N and p["data_parallel_size"] == D, p
+assert p["readers"] == 2 * D and p["readers_per_node"] == math.ceil(2 * D / N) == 8, p
+assert p["node_window_bytes"] == s["node_window_bytes"] == r["build"]["image_bytes"], (p, s)
+assert p["plain_copy_bytes_per_node"] == 8 * s["node_window_bytes"], p
+close = lambda a, b: abs(a - b) <= 1e-9 * max(1.0, abs(b))
+assert close(p["build_seconds"], s["build_seconds"]), p
+assert close(p["broadcast_seconds"], s["broadcast_seconds"] * 10 / 3), p  # ceil(log2 1000) / ceil(log2 8)
+assert close(p["open_seconds"], s["open_seconds"]), p
+assert close(p["seconds"], s["build_seconds"] + s["broadcast_seconds"] * 10 / 3 + s["open_seconds"]), p
+assert "ceil(log2 N)" in p["formula"], p
+print(f"projection: {N} nodes at DP {D}: {p['readers_per_node']} readers per node, "
+      f"{p['seconds']:.3f} s start-up (arithmetic checked)")
+PY
+timeout 120 mpirun -n 4 --oversubscribe "$GRIDFEED" bench "${BASE[@]}" --samples 50 \
+  --testing-ranks-per-node 2 --project-nodes 64 --project-dp 64 > "$WORK/project.txt" 2>&1 ||
+  { cat "$WORK/project.txt"; fail "bench --project-nodes (table) failed"; }
+grep -q "^PROJECTION (not measured) onto 64 nodes at DP 64" "$WORK/project.txt" ||
+  { cat "$WORK/project.txt"; fail "no labelled projection in the table"; }
+# Refused: one flag without the other; a run with one node measured no broadcast to project.
+set +e
+timeout 60 "$GRIDFEED" bench "${BASE[@]}" --samples 50 --project-nodes 8 > "$WORK/e1" 2>&1
+rc1=$?
+timeout 120 mpirun -n 2 --oversubscribe "$GRIDFEED" bench "${BASE[@]}" --samples 50 \
+  --project-nodes 8 --project-dp 8 > "$WORK/e2" 2>&1
+rc2=$?
+set -e
+[ "$rc1" -ne 0 ] && grep -q -- "--project-nodes and --project-dp go together" "$WORK/e1" ||
+  { cat "$WORK/e1"; fail "--project-nodes without --project-dp accepted"; }
+[ "$rc2" -ne 0 ] && [ "$rc2" -ne 124 ] &&
+  [ "$(grep -c -- "error (rank .*--project-nodes needs a broadcast between nodes" "$WORK/e2")" -eq 2 ] ||
+  { cat "$WORK/e2"; fail "a projection from one node accepted (or not on every rank)"; }
+echo "projection: ok"
+echo "cli nodes scale: ok"
