@@ -20,6 +20,12 @@ timeout 300 mpirun --oversubscribe -np 8 "$GRIDFEED" run "${cp2[@]}" \
   --micro-batch-size 2 --global-batch-size 2 --train-iters 2 --dump "$WORK/cp2" \
   --ledger "$WORK/ledger" > "$WORK/log" 2>&1 \
   || { cat "$WORK/log"; echo "FAIL: run --sft at CP 2"; exit 1; }
+# PP 4 x CP 2: the middle stages read too and get cu_seqlens and max_seqlen alone (probe
+# pp4_middle_cp2: Megatron's middle stages read data under --sft).
+timeout 300 mpirun --oversubscribe -np 8 "$GRIDFEED" run "${cp2[@]}" \
+  --pipeline-model-parallel-size 4 \
+  --micro-batch-size 2 --global-batch-size 2 --train-iters 2 --dump "$WORK/pp4" > "$WORK/log" 2>&1 \
+  || { cat "$WORK/log"; echo "FAIL: run --sft at PP 4 x CP 2"; exit 1; }
 mapfile -t b32 < <(/usr/bin/python3 "$FLAGS" cases/boundary_L32)
 timeout 300 mpirun --oversubscribe -np 4 "$GRIDFEED" run "${b32[@]}" \
   --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 \
@@ -97,6 +103,20 @@ for meta, load in rank_dumps(work + "/cp2"):
             checked += 1
         assert not any(os.path.exists(os.path.join(work, "cp2", f"rank{meta['world_rank']}", x + ".npy"))
                        for x in set(("tokens", "labels")) - set(fields))
+# PP 4 x CP 2: micro-batch 1 is probe pp4_middle_cp2's source; the middle stages (pp 1, 2)
+# hold its flattened cu_seqlens and max_seqlen and no sequence field.
+middle = 0
+for meta, load in rank_dumps(work + "/pp4"):
+    if meta["pp_rank"] in (0, 3):
+        continue
+    g = "get_batch/pp4_middle_cp2/flattened"
+    same(cu_of(load, 1), np.load(g + "/cu_seqlens.npy")[0], (meta["world_rank"], "middle cu"))
+    assert load("max_seqlen")[1] == np.load(g + "/max_seqlen.npy")[0], meta["world_rank"]
+    d = os.path.join(work, "pp4", f"rank{meta['world_rank']}")
+    assert not any(os.path.exists(os.path.join(d, f + ".npy"))
+                   for f in ("tokens", "position_ids", "labels", "loss_mask")), d
+    middle += 1
+assert middle == 4, middle
 # CP 1, PP 2: every flattened micro-batch of boundary_L32.
 case = "cases/boundary_L32/batches/b0/dp_rank_0"
 for meta, load in rank_dumps(work + "/b32"):

@@ -83,8 +83,8 @@ struct MicroBatch {
   std::vector<int64_t> sample_positions;
   std::vector<int64_t> source_ids;  // each sample's blend source (0 without a blend)
   bool packed = false;              // the schema's sequence fields are packed rows
-  // This stage's fields in schema order, over `payload`; empty on middle stages and on the
-  // device path.
+  // This stage's fields in schema order, over `payload`; empty on the device path and on
+  // middle stages, except the packed order's cu_seqlens and max_seqlen there.
   std::vector<FieldArray> fields;
   std::vector<std::byte> payload;
   // On the first-stage reader of CP rank 0 (one per DP rank): what each sample is, for the
@@ -95,7 +95,9 @@ struct MicroBatch {
   // fields above then stay empty, records excepted); valid until the next Next().
   const void* device_payload = nullptr;
   size_t device_payload_bytes = 0;
-  bool empty() const { return !has_inputs && !has_targets; }
+  // Nothing received: a middle stage of an order that gives it no field, or the device path's
+  // host side.
+  bool empty() const { return fields.empty() && device_payload == nullptr; }
 
   // Field `name`, or null when this rank did not receive it.
   const FieldArray* Find(std::string_view name) const;

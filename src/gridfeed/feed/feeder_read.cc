@@ -165,7 +165,7 @@ Result<MicroBatch> Feeder::Next() {
   mb.micro_batch_size = im.options.batch.micro_batch_size;
   mb.seq_length = layout.seq_length;
   mb.local_seq_length = mb.seq_length / g.cp_size();
-  if (!layout.has_inputs && !layout.has_targets) return mb;  // middle stage
+  if (!layout.receives) return mb;  // a middle stage of an order that gives it nothing
   if (im.device_bcast) {
     // Device path: TP rank 0 stages the payload in the pinned buffer, every TP rank ends with
     // it in device memory; the host fields stay empty.

@@ -69,6 +69,9 @@ Status Feeder::Impl::CreateGrid(MPI_Comm comm) {
   sizes.pipeline_model_parallel_size = static_cast<int>(options.grid.pipeline_model_parallel_size);
   sizes.context_parallel_size = static_cast<int>(options.grid.context_parallel_size);
   sizes.rank_order = options.grid.rank_order;
+  // The same options on every rank: the same choice, so the reader communicator agrees.
+  GRIDFEED_ASSIGN_OR_RETURN(pipeline, order::Pipeline::For(options));
+  sizes.middle_stages_read = pipeline->schema().middle_stages();
   GRIDFEED_ASSIGN_OR_RETURN(grid, parallel::Grid::Create(comm, sizes));
   return Status::Ok();
 }
@@ -77,7 +80,6 @@ Status Feeder::Impl::CreateGrid(MPI_Comm comm) {
 // reader views the image it received. The canonical text (options + data facts) follows.
 Status Feeder::Impl::BuildAndShareTables() {
   const parallel::Grid& g = *grid;
-  GRIDFEED_ASSIGN_OR_RETURN(pipeline, order::Pipeline::For(options));
   int64_t length = 0;
   auto build = [&]() -> Result<parallel::ImageProducer> {
     GRIDFEED_ASSIGN_OR_RETURN(auto built, pipeline->Build());
@@ -238,12 +240,12 @@ Status Feeder::Impl::PlanSchedule() {
 // --testing-device-loopback, the host twin over the TP communicator) in between.
 Status Feeder::Impl::OpenDevicePath() {
   const parallel::Grid& g = *grid;
-  const bool receives = layout.has_inputs || layout.has_targets;
+  const bool receives = layout.receives;
   const bool loopback = options.feed.testing_device_loopback;
   const auto probe = device::Probe();
   Status local;
   if (!receives || loopback) {
-    // Middle pipeline stages receive nothing and need no GPU for gridfeed; the loopback twin
+    // Stages that receive nothing need no GPU for gridfeed; the loopback twin
     // needs none either.
   } else if (!probe.compiled_with_nccl) {
     local = FailedPrecondition("device broadcast asked for, but gridfeed was built without NCCL");

@@ -27,7 +27,8 @@ PayloadLayout::PayloadLayout(const order::FieldSchema& schema_in, int64_t mbs_in
       last_stage(last) {
   const int64_t local = seq_length / cp;
   const auto b = static_cast<size_t>(mbs);
-  const bool receives = first || last;
+  receives = false;
+  for (const order::FieldSpec& f : schema.fields) receives = receives || f.on(first, last);
   for (int h = 0; h < kHeaderCount; ++h) {
     header_offset[h] = total_bytes;
     if (receives) total_bytes += 8 * b;
@@ -69,8 +70,8 @@ PayloadLayout::PayloadLayout(const order::FieldSchema& schema_in, int64_t mbs_in
       total_bytes += Align8(s.bytes);
     }
     slots.push_back(std::move(s));
-    if (f.shape == order::FieldShape::kPackedRow) packed = true;
   }
+  packed = schema.packed();  // the order's, also on a stage without the packed rows
   fixed_bytes = total_bytes;
   for (Slot& s : slots) {
     if (s.spec->shape != order::FieldShape::kVariable) continue;
@@ -140,7 +141,6 @@ void PayloadLayout::Unpack(std::vector<std::byte> p, MicroBatch* mb) const {
   mb->has_inputs = has_inputs;
   mb->has_targets = has_targets;
   mb->packed = packed;
-  const bool receives = first_stage || last_stage;
   const size_t n = receives ? static_cast<size_t>(mbs) : 0;
   auto header = [&](Header h, std::vector<int64_t>* out) {
     out->resize(n);

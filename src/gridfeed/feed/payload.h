@@ -70,6 +70,7 @@ class PayloadLayout {
 
   order::FieldSchema schema;
   bool has_inputs = false, has_targets = false, packed = false;
+  bool receives = false;  // this stage receives a field (its header is filled then)
   size_t header_offset[kHeaderCount] = {};
   std::vector<Slot> slots;  // this stage's fields, schema order
   size_t fixed_bytes = 0;   // header and fixed fields: the TP broadcast's first message

@@ -10,15 +10,14 @@ constexpr FieldSpec kGptWithMask[] = {
     {"labels", DType::kInt64, FieldShape::kSequence, kLastStage, CpSlicing::kZigzag},
     {"loss_mask", DType::kFloat32, FieldShape::kSequence, kLastStage, CpSlicing::kZigzag},
 };
-constexpr FieldSpec kGpt[] = {kGptWithMask[0], kGptWithMask[1], kGptWithMask[3],
-                              kGptWithMask[4]};
+constexpr FieldSpec kGpt[] = {kGptWithMask[0], kGptWithMask[1], kGptWithMask[3], kGptWithMask[4]};
 constexpr FieldSpec kPacked[] = {
     {"tokens", DType::kInt64, FieldShape::kPackedRow, kFirstStage, CpSlicing::kThd},
     {"position_ids", DType::kInt64, FieldShape::kPackedRow, kFirstStage, CpSlicing::kThd},
     {"labels", DType::kInt64, FieldShape::kPackedRow, kLastStage, CpSlicing::kThd},
     {"loss_mask", DType::kFloat32, FieldShape::kPackedRow, kLastStage, CpSlicing::kThd},
-    {"cu_seqlens", DType::kInt32, FieldShape::kVariable, kFirstAndLastStages, CpSlicing::kNone},
-    {"max_seqlen", DType::kInt32, FieldShape::kScalar, kFirstAndLastStages, CpSlicing::kNone},
+    {"cu_seqlens", DType::kInt32, FieldShape::kVariable, kAllStages, CpSlicing::kNone},
+    {"max_seqlen", DType::kInt32, FieldShape::kScalar, kAllStages, CpSlicing::kNone},
 };
 
 }  // namespace
@@ -62,6 +61,13 @@ const FieldSpec* FieldSchema::Find(std::string_view name) const {
 bool FieldSchema::packed() const {
   for (const FieldSpec& f : fields) {
     if (f.shape == FieldShape::kPackedRow) return true;
+  }
+  return false;
+}
+
+bool FieldSchema::middle_stages() const {
+  for (const FieldSpec& f : fields) {
+    if (f.stages & kMiddleStages) return true;
   }
   return false;
 }

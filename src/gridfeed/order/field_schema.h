@@ -38,9 +38,11 @@ enum class FieldShape : uint8_t {
 
 // Which pipeline stages receive a field, as Megatron's get_batch hands them out.
 enum StageMask : uint8_t {
-  kFirstStage = 1,  // inputs
-  kLastStage = 2,   // targets
+  kFirstStage = 1,    // inputs
+  kLastStage = 2,     // targets
+  kMiddleStages = 4,  // neither first nor last (what their attention needs: cu_seqlens)
   kFirstAndLastStages = 3,
+  kAllStages = 7,
 };
 
 // What CP rank r of c holds of a field.
@@ -57,7 +59,8 @@ struct FieldSpec {
   uint8_t stages;  // StageMask bits
   CpSlicing cp;
   bool on(bool first_stage, bool last_stage) const {
-    return ((stages & kFirstStage) && first_stage) || ((stages & kLastStage) && last_stage);
+    return ((stages & kFirstStage) && first_stage) || ((stages & kLastStage) && last_stage) ||
+           ((stages & kMiddleStages) && !first_stage && !last_stage);
   }
 };
 
@@ -69,6 +72,8 @@ struct FieldSchema {
   const FieldSpec* Find(std::string_view name) const;  // null when absent
   // Whether the sequence fields are packed rows (the micro-batch is assembled as a whole).
   bool packed() const;
+  // Whether middle pipeline stages receive a field (then their TP rank 0 reads too).
+  bool middle_stages() const;
 };
 
 // The names the shared assembly code (sample_fields.h, OrderView::ReadPacked) writes.
@@ -81,7 +86,8 @@ inline constexpr std::string_view kTokens = "tokens", kLabels = "labels", kLossM
 // loss_mask; zigzag CP slices.
 FieldSchema GptSchema(bool attention_mask);
 // Megatron's --sft micro-batch: tokens, labels, loss_mask, position_ids as one packed row with
-// THD CP slices, then cu_seqlens (merged, padded as Megatron pads it) and max_seqlen.
+// THD CP slices, then cu_seqlens (merged, padded as Megatron pads it) and max_seqlen, which
+// every stage receives (Megatron's middle stages read data for them under --sft).
 FieldSchema PackedSchema();
 
 }  // namespace gridfeed::order

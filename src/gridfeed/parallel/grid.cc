@@ -76,6 +76,7 @@ Result<std::unique_ptr<Grid>> Grid::Create(MPI_Comm comm, const GridSizes& s) {
     return InvalidArgument("--rank-order '" + s.rank_order +
                            "' is not an order of tp, cp, ep, dp, pp (e.g. tp-cp-ep-dp-pp)");
   }
+  g->middle_stages_read_ = s.middle_stages_read;
   // A group shares every coordinate but its own; colours encode the others.
   auto color = [&](int skip) {
     const int c[4] = {g->tp_rank_, g->cp_rank_, g->dp_rank_, g->pp_rank_};

@@ -2,7 +2,8 @@
 //
 // World ranks map to (tp, cp, dp, pp) in Megatron's order "tp-cp-ep-dp-pp" (first = fastest;
 // settable); ep is 1 here. Readers are the ranks with tp_rank 0 on the first or last pipeline
-// stage: only they hold tables and open token files.
+// stage (on every stage when middle stages receive fields): only they hold tables and open
+// token files.
 // Create is collective on `comm`, which is duplicated (never MPI_COMM_WORLD behind the
 // caller's back). Every communicator is freed by the destructor. Not thread safe.
 #pragma once
@@ -21,6 +22,9 @@ struct GridSizes {
   int pipeline_model_parallel_size = 1;
   int context_parallel_size = 1;
   std::string rank_order = "tp-cp-ep-dp-pp";
+  // Middle pipeline stages receive fields too (order::FieldSchema::middle_stages: packed SFT's
+  // cu_seqlens), so their TP rank 0 reads as well.
+  bool middle_stages_read = false;
 };
 
 class Grid {
@@ -45,7 +49,9 @@ class Grid {
   int pp_size() const { return pp_; }
   bool first_stage() const { return pp_rank_ == 0; }
   bool last_stage() const { return pp_rank_ == pp_ - 1; }
-  bool is_reader() const { return tp_rank_ == 0 && (first_stage() || last_stage()); }
+  bool is_reader() const {
+    return tp_rank_ == 0 && (first_stage() || last_stage() || middle_stages_read_);
+  }
 
   MPI_Comm world() const { return world_; }
   MPI_Comm tp_comm() const { return tp_comm_; }
@@ -63,6 +69,7 @@ class Grid {
   int world_rank_ = 0, world_size_ = 1;
   int tp_ = 1, cp_ = 1, dp_ = 1, pp_ = 1;
   int tp_rank_ = 0, cp_rank_ = 0, dp_rank_ = 0, pp_rank_ = 0;
+  bool middle_stages_read_ = false;
   MPI_Comm world_ = MPI_COMM_NULL, tp_comm_ = MPI_COMM_NULL, cp_comm_ = MPI_COMM_NULL,
            dp_comm_ = MPI_COMM_NULL, pp_comm_ = MPI_COMM_NULL, reader_comm_ = MPI_COMM_NULL;
 };
