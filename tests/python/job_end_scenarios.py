@@ -227,6 +227,61 @@ def sigint_with_own_handler():
     ok()
 
 
+def _others_keep_feeding(f):
+    """What the ranks that do not end early do: go on calling next(), then close()."""
+    for _ in range(3):
+        f.next()
+    f.close()
+    ok()
+
+
+def sys_exit_on_one_rank():
+    """Rank 1 calls sys.exit(3) with its Feeder open; rank 0 goes on (next(), close())."""
+    f = feeder(global_batch_size=2 * WORLD.Get_size())
+    f.next()
+    if RANK == 1:
+        sys.exit(3)
+    _others_keep_feeding(f)
+
+
+def raise_system_exit_in_with():
+    """Rank 1 raises SystemExit(4) inside a with block (the Feeder is given up)."""
+    with feeder(global_batch_size=2 * WORLD.Get_size()) as f:
+        f.next()
+        if RANK == 1:
+            raise SystemExit(4)
+        for _ in range(3):
+            f.next()
+    ok()
+
+
+def return_early_on_one_rank():
+    """Rank 1's script simply ends (exit code 0) with its Feeder open."""
+    f = feeder(global_batch_size=2 * WORLD.Get_size())
+    f.next()
+    if RANK == 1:
+        return
+    _others_keep_feeding(f)
+
+
+def keyboard_interrupt_on_one_rank():
+    """KeyboardInterrupt left uncaught on rank 1 (goes through sys.excepthook)."""
+    f = feeder(global_batch_size=2 * WORLD.Get_size())
+    f.next()
+    if RANK == 1:
+        raise KeyboardInterrupt
+    _others_keep_feeding(f)
+
+
+def sys_exit_0_everywhere_after_close():
+    """Every rank closes its Feeder, then calls sys.exit(0): a clean end, rc 0."""
+    f = feeder(global_batch_size=2 * WORLD.Get_size())
+    f.next()
+    f.close()
+    ok()
+    sys.exit(0)
+
+
 if __name__ == "__main__":
     with open(os.path.join(sys.argv[2], f"rank{RANK}.pid"), "w") as pid:
         pid.write(str(os.getpid()))

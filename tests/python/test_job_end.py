@@ -154,6 +154,32 @@ def test_sigint_during_next_keeps_the_micro_batch(pid_dir):
     assert_ok(scenario(2, "sigint_keeps_the_micro_batch", pid_dir, timeout=60))
 
 
+# A rank that ends on its own (SystemExit, KeyboardInterrupt, or its script's end) while its
+# Feeder is open or given up: the job ends promptly, naming the rank and the exit code.
+def test_sys_exit_on_one_rank_with_an_open_feeder_ends_the_job(pid_dir):
+    assert_aborted(scenario(2, "sys_exit_on_one_rank", pid_dir, timeout=60),
+                   "gridfeed: error (rank 1 of 2)", "exit code 3", within=40)
+
+
+def test_raise_system_exit_in_a_with_block_on_one_rank_ends_the_job(pid_dir):
+    assert_aborted(scenario(2, "raise_system_exit_in_with", pid_dir, timeout=60),
+                   "gridfeed: error (rank 1 of 2)", within=40)
+
+
+def test_a_script_that_ends_early_on_one_rank_ends_the_job(pid_dir):
+    assert_aborted(scenario(2, "return_early_on_one_rank", pid_dir, timeout=60),
+                   "gridfeed: error (rank 1 of 2)", "Feeder", within=40)
+
+
+def test_keyboard_interrupt_on_one_rank_ends_the_job(pid_dir):
+    assert_aborted(scenario(2, "keyboard_interrupt_on_one_rank", pid_dir, timeout=60),
+                   "gridfeed: error (rank 1 of 2): uncaught KeyboardInterrupt", within=40)
+
+
+def test_sys_exit_0_on_every_rank_after_close_is_a_clean_end(pid_dir):
+    assert_ok(scenario(2, "sys_exit_0_everywhere_after_close", pid_dir, timeout=60))
+
+
 def test_the_pp2_example_runs_as_written_and_resumes(tmp_path):
     """docs/examples/train_pp.py at TP 2 x PP 2 x DP 2 (8 ranks): a first run (no checkpoint
     yet) to iteration 2, then a second that resumes there and runs to 4."""

@@ -215,6 +215,7 @@ class PyFeeder {
     facts_.startup = feeder_->startup();
     consumed_ = feeder_->consumed_samples();
     open_ = true;
+    NoteFeederOpened();  // until closed collectively (job_abort.h: a rank's end)
     std::lock_guard lock(g_open_mu);
     g_open.insert(this);
   }
@@ -341,6 +342,7 @@ class PyFeeder {
       ledger_.reset();
       feeder_.reset();  // collective
     }
+    NoteFeederClosed();
     ThrowIfError(st);
   }
 

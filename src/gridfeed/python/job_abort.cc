@@ -91,7 +91,81 @@ void Watchdog() {
   }
 }
 
+// Feeders opened and not closed collectively (given-up ones stay counted).
+std::atomic<long long> g_unclosed{0};
+// The code the main thread last asked sys.exit for (valid when g_exit_known).
+std::atomic<bool> g_exit_known{false};
+std::atomic<int> g_exit_code{0};
+
+// What Python's exit status is for a SystemExit's code.
+int ExitStatusOf(py::handle code) {
+  if (code.is_none()) return 0;
+  if (PyLong_Check(code.ptr())) {
+    const long v = PyLong_AsLong(code.ptr());
+    if (v == -1 && PyErr_Occurred()) {
+      PyErr_Clear();
+      return 1;
+    }
+    return static_cast<int>(v);
+  }
+  return 1;
+}
+
 }  // namespace
+
+void NoteFeederOpened() { g_unclosed.fetch_add(1); }
+void NoteFeederClosed() { g_unclosed.fetch_sub(1); }
+
+void InstallExitHook(py::module_& m) {
+  py::module_ sys = py::module_::import("sys");
+  m.attr("_previous_exit") = sys.attr("exit");
+  m.def(
+      "_exit",
+      [](py::args args) {
+        py::module_ threading = py::module_::import("threading");
+        if (threading.attr("current_thread")().is(threading.attr("main_thread")())) {
+          py::object code = py::none();
+          if (args.size() > 0) code = args[0];
+          g_exit_code = ExitStatusOf(code);
+          g_exit_known = true;
+        }
+        py::module_::import("gridfeed").attr("_previous_exit")(*args);
+      },
+      "sys.exit while gridfeed is imported: notes the exit code for the end-of-script check "
+      "(job_abort.h), then calls the previous sys.exit (gridfeed._previous_exit)");
+  sys.attr("exit") = m.attr("_exit");
+  m.def(
+      "_atexit",
+      [] {
+        int rank = 0, size = 0;
+        WorldOf(&rank, &size);
+        const long long unclosed = g_unclosed.load();
+        if (size <= 1 || unclosed <= 0) return;
+        const bool known = g_exit_known.load();
+        const int code = g_exit_code.load();
+        std::string how = known ? "exit code " + std::to_string(code) + " (sys.exit)"
+                                : "exit code unknown: the script's end, or SystemExit raised "
+                                  "directly";
+        py::module_ sys = py::module_::import("sys");
+        for (const char* stream : {"stdout", "stderr"}) {
+          try {
+            sys.attr(stream).attr("flush")();
+          } catch (py::error_already_set&) {
+            PyErr_Clear();
+          }
+        }
+        std::fprintf(stderr,
+                     "gridfeed: error (rank %d of %d): this rank ends (%s) with %lld "
+                     "gridfeed.Feeder not closed on every rank (close() or a with block left "
+                     "normally); its peers may wait for it in a collective, so the job ends "
+                     "(MPI_Abort)\n",
+                     rank, size, how.c_str(), unclosed);
+        std::fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, known && code != 0 ? code : 1);
+      },
+      "atexit handler: a rank of an MPI job ending with a Feeder not closed ends the job");
+  py::module_::import("atexit").attr("register")(m.attr("_atexit"));
+}
 
 void AbortJob(const std::string& message) {
   int rank = 0, size = 0;

@@ -15,6 +15,13 @@
 //   peer dead or stuck) and SIGINT has Python's default handler, the process prints why and
 //   calls MPI_Abort: a collective cannot be left midway, and waiting forever is worse than
 //   ending the job. A trainer's own SIGINT handler (a graceful stop) is left to do its work.
+// - InstallExitHook (at import): a rank whose script ends (a return, sys.exit(n), SystemExit,
+//   exit()) while a Feeder it opened was not closed collectively (still open, given up by an
+//   exception or SystemExit, or dropped) would wait in MPI_Finalize while its peers wait for it
+//   in the Feeder's collectives. An atexit handler (run before mpi4py's MPI_Finalize) then
+//   prints a line naming the rank and the exit code (known when it came from sys.exit) and
+//   calls MPI_Abort with that code (1 when it is 0 or unknown). Jobs of one process, MPI
+//   finalised or not initialised: nothing happens. Every Feeder closed: a clean end.
 // Thread safety: every function may be called from any thread; InstallExceptHook needs the
 // GIL, AbortJob and InterruptWatch do not (a watchdog thread, started on first use, aborts).
 #pragma once
@@ -30,6 +37,14 @@ inline constexpr double kInterruptGraceSeconds = 2.0;
 // Sets sys.excepthook to gridfeed's (module attribute `_excepthook`; the previous hook is kept
 // as `_previous_excepthook`). REQUIRES: the GIL.
 void InstallExceptHook(pybind11::module_& m);
+
+// Wraps sys.exit (recording the code asked for on the main thread; the previous one is kept
+// as `_previous_exit`) and registers the atexit handler above. REQUIRES: the GIL.
+void InstallExitHook(pybind11::module_& m);
+
+// Feeders opened and not (yet) closed collectively, for the atexit handler. Any thread.
+void NoteFeederOpened();
+void NoteFeederClosed();
 
 // Prints "gridfeed: error (rank R of N): <message>" to stderr and ends the job: MPI_Abort when
 // MPI is initialised and not finalised, else std::_Exit(1). Async: usable without the GIL.

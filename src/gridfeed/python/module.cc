@@ -25,6 +25,8 @@ PYBIND11_MODULE(gridfeed, m) {
   pybind11::dtype::of<int64_t>();
   // An uncaught exception on one rank ends the job instead of hanging it (job_abort.h).
   gridfeed::python::InstallExceptHook(m);
+  // So does a rank ending (sys.exit, SystemExit, its script's end) with a Feeder not closed.
+  gridfeed::python::InstallExitHook(m);
   gridfeed::python::RegisterErrors(m);
   gridfeed::python::RegisterFeeder(m);
   gridfeed::python::RegisterOffline(m);
