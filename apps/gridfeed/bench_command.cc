@@ -23,6 +23,7 @@
 #include "gridfeed/core/log.h"
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/feed/feeder.h"
+#include "gridfeed/order/registry.h"
 #include "gridfeed/parallel/agree.h"
 #include "mpi_job.h"
 
@@ -111,18 +112,9 @@ Status Bench(const BenchArgs& a, const config::OptionFlags& flags) {
         "--project-nodes needs a broadcast between nodes measured in this run: run bench under "
         "mpirun on at least 2 nodes (or simulated ones: --testing-ranks-per-node)");
   }
-  if (valid.ok() && resolved->data.is_fim()) {
-    // Its samples are GPT windows re-encoded on text: the GPT memcpy floor is not theirs.
-    valid = InvalidArgument(
-        "bench: --fim-data has no assembly floor yet; `gridfeed run --fim-data` prints its "
-        "steady-state rate per reader");
-  }
-  if (valid.ok() && resolved->data.is_sft()) {
-    // Its assembly floor (the same bytes read by the plainest code) is not defined for packed
-    // conversations yet: refused rather than measured against a floor of another order.
-    valid = InvalidArgument(
-        "bench: --sft has no assembly floor yet; `gridfeed run --sft` prints its steady-state "
-        "rate per reader");
+  // A pipeline without an assembly floor is refused, not measured against another order's.
+  if (valid.ok() && order::KindOf(resolved->data).no_bench) {
+    valid = InvalidArgument(order::KindOf(resolved->data).no_bench);
   }
   if (valid.ok()) {
     auto dp = config::ValidateGrid(*resolved, world_size);
@@ -184,7 +176,8 @@ Runner RegisterBench(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   sub->add_option("--samples", a->samples,
                   "Positions one reader assembles for the rate (0: about two seconds' worth)");
-  sub->add_flag("--json", a->json, "Print one JSON object (keys in README) instead of a table");
+  sub->add_flag("--json", a->json,
+                "Print one JSON object (keys in docs/benchmarks.md) instead of a table");
   sub->add_option("--project-nodes", a->project_nodes,
                   "Project the start-up onto this many nodes (with --project-dp; under mpirun on "
                   "2+ nodes): a projection from this run's measured start-up, not a measurement");

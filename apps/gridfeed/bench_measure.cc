@@ -13,6 +13,7 @@
 #include "gridfeed/core/memory_usage.h"
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/order/pipeline.h"
+#include "gridfeed/order/registry.h"
 
 namespace gridfeed::app {
 namespace {
@@ -110,9 +111,7 @@ Status Measure(const config::JobOptions& options, int64_t samples, BenchReport* 
 
 Status MeasureBuildAndAssembly(const config::JobOptions& options, int64_t samples,
                                BenchReport* report) {
-  report->pipeline = options.data.is_olmo()      ? "olmo"
-                     : options.data.is_mixture() ? "mixture"
-                                                 : "megatron";
+  report->pipeline = order::KindOf(options.data).name;
   report->split = options.feed.split_name;
   report->seq_length = options.data.seq_length;
   try {
