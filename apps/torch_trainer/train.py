@@ -167,9 +167,13 @@ def train(args, options):
     feeder = gridfeed.Feeder(comm=world, **options)  # collective; the same error everywhere
     try:
         return run(args, feeder, latest)
-    except Stop:
-        feeder.close()  # every rank stopped at the same point
-        raise
+    except Stop as e:
+        stop = e
+    # Every rank stopped at the same point: a collective close, outside the except block (a
+    # close() while an exception is handled is this rank's alone, and the job would then end
+    # through gridfeed's exit check).
+    feeder.close()
+    raise stop
 
 
 def run(args, feeder, latest):

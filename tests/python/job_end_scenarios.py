@@ -235,6 +235,18 @@ def _others_keep_feeding(f):
     ok()
 
 
+def out_of_data_in_with_caught_everywhere():
+    """Every rank runs out of data inside a with block and catches StopIteration outside it
+    (the end of the split comes at the same step everywhere: a collective close)."""
+    try:
+        with feeder(global_batch_size=2 * WORLD.Get_size(), split_name="test") as f:
+            while True:
+                f.next()
+    except StopIteration:
+        pass
+    ok()
+
+
 def sys_exit_on_one_rank():
     """Rank 1 calls sys.exit(3) with its Feeder open; rank 0 goes on (next(), close())."""
     f = feeder(global_batch_size=2 * WORLD.Get_size())

@@ -176,6 +176,10 @@ def test_keyboard_interrupt_on_one_rank_ends_the_job(pid_dir):
                    "gridfeed: error (rank 1 of 2): uncaught KeyboardInterrupt", within=40)
 
 
+def test_out_of_data_in_a_with_block_caught_everywhere_is_a_clean_end(pid_dir):
+    assert_ok(scenario(2, "out_of_data_in_with_caught_everywhere", pid_dir, timeout=60))
+
+
 def test_sys_exit_0_on_every_rank_after_close_is_a_clean_end(pid_dir):
     assert_ok(scenario(2, "sys_exit_0_everywhere_after_close", pid_dir, timeout=60))
 

@@ -60,4 +60,16 @@ set -e
 # (ranks' lines may interleave: count occurrences, not lines)
 [ "$(grep -o "error (rank [0-3]): NotFound: rank 0 (table build): cannot open file 'kjv/absent.idx'" \
      missing.out | sort -u | wc -l)" = 4 ] || { cat missing.out; fail "one message per rank"; }
+# A stop the ranks agree on after the Feeder opened (here: PP 2, which this trainer refuses)
+# closes it collectively: rc 1 with the trainer's message on every rank, no gridfeed abort.
+set +e
+train --pipeline-model-parallel-size 2 --train-iters 1 > stop.out 2>&1
+rc=$?
+set -e
+[ "$rc" -eq 1 ] || { cat stop.out; fail "an agreed stop: rc $rc, not 1"; }
+[ "$(grep -o "train.py: error (rank [0-3]): Stop: " stop.out | sort -u | wc -l)" = 4 ] ||
+  { cat stop.out; fail "an agreed stop: one message per rank"; }
+if grep -q "not closed on every rank" stop.out; then
+  cat stop.out; fail "an agreed stop ended through gridfeed's exit check"
+fi
 echo "torch trainer: ok"

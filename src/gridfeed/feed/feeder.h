@@ -95,8 +95,7 @@ struct MicroBatch {
   // fields above then stay empty, records excepted); valid until the next Next().
   const void* device_payload = nullptr;
   size_t device_payload_bytes = 0;
-  // Nothing received: a middle stage of an order that gives it no field, or the device path's
-  // host side.
+  // Nothing received: a middle stage of an order that gives it no field.
   bool empty() const { return fields.empty() && device_payload == nullptr; }
 
   // Field `name`, or null when this rank did not receive it.

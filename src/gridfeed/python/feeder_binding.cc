@@ -530,13 +530,14 @@ as any view or tensor made from one.
 dict(mb) gives a plain dict of the same views. seq_length is this micro-batch's: a mixture stage
 with its own seq_length changes it between global batches.
 
-Packed micro-batches (--sft, sft=True; mb.packed is True on the first and last pipeline stages)
+Packed micro-batches (--sft, sft=True; mb.packed is True on every pipeline stage)
 are what Megatron's get_batch leaves for --sft: tokens, labels, loss_mask and position_ids are
 one flattened row [1, micro_batch_size * local_seq_length] (this CP rank's THD slice of the
 micro-batch's samples laid end to end), mb.cu_seqlens (int32 [K], also mb["cu_seqlens"]) holds
 the micro-batch's merged sequence boundaries (the whole micro-batch's, the same on every CP
 rank) and mb.max_seqlen its longest sequence (mb["max_seqlen"]: int32 [1]). Otherwise packed is False, cu_seqlens is empty
-and max_seqlen is 0 (middle pipeline stages get neither, packed or not).)doc")
+and max_seqlen is 0. Middle pipeline stages of a packed order get cu_seqlens and max_seqlen alone
+(as Megatron's get_batch for --sft); of other orders, nothing.)doc")
       .def("__getitem__",
            [](py::object self, const std::string& key) {
              auto a = self.cast<const PyMicroBatch&>().Field(self, key);
@@ -578,7 +579,9 @@ and max_seqlen is 0 (middle pipeline stages get neither, packed or not).)doc")
           "sample_indices",
           [](py::object self) { return self.cast<const PyMicroBatch&>().SampleIndices(self); },
           "int64 [micro_batch_size]: the order's sample index of each sample (Megatron's "
-          "top-level dataset index, OLMo's instance index; empty on middle pipeline stages)")
+          "top-level dataset index, OLMo's instance index; empty on middle pipeline stages that "
+          "get no "
+          "field)")
       .def_property_readonly(
           "sample_positions",
           [](py::object self) { return self.cast<const PyMicroBatch&>().SamplePositions(self); },
@@ -656,7 +659,9 @@ next() raises gridfeed.FailedPrecondition; any call after close() raises it too.
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__",
            [](PyFeeder& f, py::object type, py::object, py::object) {
-             if (type.is_none()) {
+             // StopIteration (out of data) comes at the same step on every rank: collective,
+             // as close() treats it.
+             if (type.is_none() || PyErr_GivenExceptionMatches(type.ptr(), PyExc_StopIteration)) {
                f.Close();
              } else {
                f.Abandon();  // this rank may be alone here: no collective

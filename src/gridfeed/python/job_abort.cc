@@ -161,7 +161,8 @@ void InstallExitHook(py::module_& m) {
                      "(MPI_Abort)\n",
                      rank, size, how.c_str(), unclosed);
         std::fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, known && code != 0 ? code : 1);
+        // An exit status is the code's low byte: 256 would read as success.
+        MPI_Abort(MPI_COMM_WORLD, known && (code & 0xff) != 0 ? code : 1);
       },
       "atexit handler: a rank of an MPI job ending with a Feeder not closed ends the job");
   py::module_::import("atexit").attr("register")(m.attr("_atexit"));
