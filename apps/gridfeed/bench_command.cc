@@ -113,8 +113,8 @@ Status Bench(const BenchArgs& a, const config::OptionFlags& flags) {
         "mpirun on at least 2 nodes (or simulated ones: --testing-ranks-per-node)");
   }
   // A pipeline without an assembly floor is refused, not measured against another order's.
-  if (valid.ok() && order::KindOf(resolved->data).no_bench) {
-    valid = InvalidArgument(order::KindOf(resolved->data).no_bench);
+  if (const char* no_bench = order::KindOf(resolved->data).no_bench; valid.ok() && no_bench) {
+    valid = InvalidArgument(no_bench);
   }
   if (valid.ok()) {
     auto dp = config::ValidateGrid(*resolved, world_size);

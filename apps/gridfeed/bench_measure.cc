@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "bench_image.h"
 #include "gridfeed/core/memory_usage.h"
 #include "gridfeed/core/stopwatch.h"
+#include "gridfeed/order/assembly_floor.h"
 #include "gridfeed/order/pipeline.h"
 #include "gridfeed/order/registry.h"
 
@@ -37,7 +37,7 @@ order::Split SplitNamed(const std::string& name) {
 // copied once untimed, then timed, so both are measured on data in memory and on their own
 // mapping's second touch. The untimed Read() keeps the records the floor locates samples by.
 // `samples` 0: blocks until about two seconds have passed (a block is cut short at that time).
-void TimeAssembly(const order::OrderView& view, AssemblyFloor& floor, order::Split split,
+void TimeAssembly(const order::OrderView& view, order::AssemblyFloor& floor, order::Split split,
                   int64_t length, int64_t samples, AssemblyFacts* out) {
   const int64_t block =
       std::max<int64_t>(64, (int64_t{64} << 20) / (floor.tokens_per_sample() * 4));
@@ -70,6 +70,10 @@ void TimeAssembly(const order::OrderView& view, AssemblyFloor& floor, order::Spl
 }
 
 Status Measure(const config::JobOptions& options, int64_t samples, BenchReport* report) {
+  const order::PipelineKind& kind = order::KindOf(options.data);
+  if (kind.floor == nullptr || kind.table_bytes == nullptr) {
+    return InvalidArgument(kind.no_bench != nullptr ? kind.no_bench : "bench: no assembly floor");
+  }
   BuildFacts& b = report->build;
   b.peak_since_build = ResetPeakResident();
   b.rss_before_bytes = static_cast<uint64_t>(std::max<int64_t>(0, ResidentBytes()));
@@ -88,7 +92,7 @@ Status Measure(const config::JobOptions& options, int64_t samples, BenchReport* 
   b.image_write_seconds = watch.Lap();
   b.peak_rss_bytes = PeakRssBytes();
   const std::span<const std::byte> bytes(image.get(), b.image_bytes);
-  GRIDFEED_ASSIGN_OR_RETURN(b.table_bytes, TableBytesOf(options, bytes));
+  GRIDFEED_ASSIGN_OR_RETURN(b.table_bytes, kind.table_bytes(options, bytes));
 
   // A reader's view of the image. The build checked the token stores in full on this process,
   // so their structure suffices (as for a reader whose node leader checked them).
@@ -100,8 +104,8 @@ Status Measure(const config::JobOptions& options, int64_t samples, BenchReport* 
     return FailedPrecondition("the " + options.feed.split_name +
                               " split is empty with this --split: nothing to read");
   }
-  GRIDFEED_ASSIGN_OR_RETURN(std::unique_ptr<AssemblyFloor> floor,
-                            MakeAssemblyFloor(options, bytes));
+  GRIDFEED_ASSIGN_OR_RETURN(std::unique_ptr<order::AssemblyFloor> floor,
+                            kind.floor(options, bytes));
 
   TimeAssembly(*view, *floor, split, length, samples, &report->assembly);
   return Status::Ok();

@@ -29,7 +29,7 @@
 #include "gridfeed/feed/payload.h"
 #include "gridfeed/feed/run_length.h"
 #include "gridfeed/io/file_util.h"
-#include "gridfeed/order/sft/thd.h"
+#include "gridfeed/order/cp_thd.h"
 #include "gridfeed/parallel/agree.h"
 #include "model.h"
 
@@ -105,7 +105,7 @@ torch::Tensor ReassembleThd(const torch::Tensor& local, std::span<const int32_t>
   std::vector<int64_t> where;
   where.reserve(static_cast<size_t>(total));
   for (int64_t r = 0; r < cp; ++r) {
-    auto idx = order::sft::ThdPartitionedIndices(cu, total, cp, r);
+    auto idx = order::ThdPartitionedIndices(cu, total, cp, r);
     if (!idx.ok())
       Fail("packed micro-batch at CP " + std::to_string(cp) + ": " + idx.status().ToString());
     if (static_cast<int64_t>(idx->size()) != t.numel()) Fail("THD slice sizes disagree");

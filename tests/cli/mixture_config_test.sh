@@ -49,6 +49,9 @@ schedule "u16: $C/corpus_u16" "  - {samples: 8, mixtrue: {u16: 1}}" > "$WORK/sta
 refused stage_key "schedule[0].mixtrue is not a stage key" \
   "$GRIDFEED" plan --config "$WORK/stage_key.yaml"
 grep -qF "did you mean 'mixture'?" "$WORK/stage_key.out" || fail "stage key: no hint"
+# plan is the mixture's tool: another pipeline's configuration is refused, saying why.
+refused plan_not_mixture "plan: the configuration has no mixture schedule" \
+  "$GRIDFEED" plan --data-path $C/corpus_u16 --seq-length 64
 
 # 2. A budget in iterations needs the run's global batch size.
 schedule "u16: $C/corpus_u16, i32: $C/corpus_i32" \

@@ -49,7 +49,7 @@ enum StageMask : uint8_t {
 enum class CpSlicing : uint8_t {
   kNone,    // the whole field, the same on every CP rank
   kZigzag,  // per sample: chunks r and 2c - 1 - r of 2c (cp_zigzag.h)
-  kThd,     // per packed sequence: the same cut, sequence by sequence (sft/thd.h)
+  kThd,     // per packed sequence: the same cut, sequence by sequence (cp_thd.h)
 };
 
 struct FieldSpec {

@@ -2,7 +2,7 @@
 // that must treat orders differently asks the registry: the feeder, checkpoints and audits go
 // through Pipeline (pipeline.h); the offline tools (`gridfeed tables`, `samples`, `bench`, the
 // Python module's tables()/samples()) through a kind's functions, which return named arrays
-// (offline_output.h) they write or hand over generically.
+// (offline_output.h) they write or hand over generically; `gridfeed plan` through its plan.
 //
 // Adding a pipeline: a folder under order/ with its Pipeline, its offline functions and a
 // PipelineKind, one row in registry.cc, and its option rows (config/option_table). The table is
@@ -11,9 +11,11 @@
 
 #include <memory>
 #include <span>
+#include <string>
 
 #include "gridfeed/config/options.h"
 #include "gridfeed/core/status.h"
+#include "gridfeed/order/assembly_floor.h"
 #include "gridfeed/order/offline_output.h"
 #include "gridfeed/order/pipeline.h"
 
@@ -38,8 +40,15 @@ struct PipelineKind {
   // as `gridfeed samples` writes them. Positions are checked before anything is read.
   Result<OfflineOutput> (*samples)(const config::JobOptions& options,
                                    const PositionRequest& positions);
-  // Why `gridfeed bench` cannot measure it; null: it can.
+  // What `gridfeed bench` measures its reads against (assembly_floor.h) and the size of its
+  // tables in an image. Null: `no_bench` says why bench cannot measure it.
+  MakeFloorFn floor;
+  TableBytesFn table_bytes;
   const char* no_bench;
+  // `gridfeed plan`: the schedule's arithmetic before training, as text or JSON. Null:
+  // `no_plan` says why.
+  Result<std::string> (*plan)(const config::JobOptions& options, bool json);
+  const char* no_plan;
 };
 
 // Every kind, in the order they are asked.

@@ -88,9 +88,15 @@ const PipelineKind& FimKind() {
       .no_tables = nullptr,
       .samples = Samples,
       // Its samples are GPT windows re-encoded on text: the GPT memcpy floor is not theirs.
+      .floor = nullptr,
+      .table_bytes = nullptr,
       .no_bench =
           "bench: --fim-data has no assembly floor yet; `gridfeed run --fim-data` prints "
           "its steady-state rate per reader",
+      .plan = nullptr,
+      .no_plan =
+          "plan: the configuration has no mixture schedule (the keys sources and "
+          "schedule); plan prints a schedule's arithmetic",
   };
   return kKind;
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "gridfeed/order/megatron/megatron_floor.h"
 #include "gridfeed/order/megatron/megatron_pipeline.h"
 #include "gridfeed/order/registry.h"
 
@@ -136,7 +137,13 @@ const PipelineKind& MegatronKind() {
       .tables = MegatronTables,
       .no_tables = nullptr,
       .samples = GptSamples,
+      .floor = MegatronFloor,
+      .table_bytes = MegatronTableBytes,
       .no_bench = nullptr,
+      .plan = nullptr,
+      .no_plan =
+          "plan: the configuration has no mixture schedule (the keys sources and "
+          "schedule); plan prints a schedule's arithmetic",
   };
   return kKind;
 }

@@ -1,7 +1,9 @@
 // The scheduled mixture's registry entry (registry.h): its samples are GPT samples of its own
 // blend; it has no Megatron tables to write (its arithmetic is `gridfeed plan`'s).
+#include "gridfeed/order/megatron/megatron_floor.h"
 #include "gridfeed/order/megatron/megatron_outputs.h"
 #include "gridfeed/order/mixture/mixture_pipeline.h"
+#include "gridfeed/order/mixture/mixture_plan.h"
 #include "gridfeed/order/registry.h"
 
 namespace gridfeed::order {
@@ -43,7 +45,11 @@ const PipelineKind& MixtureKind() {
           "samples with `gridfeed samples --config FILE --positions ...`; `tables` writes "
           "Megatron's --data-path tables and OLMo's global indices",
       .samples = GptSamples,
+      .floor = MegatronFloor,
+      .table_bytes = MegatronTableBytes,
       .no_bench = nullptr,
+      .plan = PlanReport,
+      .no_plan = nullptr,
   };
   return kKind;
 }

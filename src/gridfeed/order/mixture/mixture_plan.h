@@ -69,4 +69,11 @@ std::string EpochVerdict(double epochs);
 std::string PlanText(const MixturePlan& plan);
 std::string PlanJson(const MixturePlan& plan);
 
+// `gridfeed plan` for a mixture configuration: each source sized by the train part (--split) of
+// its store as `run` counts it (its declared `tokens` when the store is not there), then
+// PlanMixture as PlanText or PlanJson (with a newline). InvalidArgument for a stage sized in
+// iterations without --global-batch-size; the store's error, with a hint, for a missing source.
+// Reads every source's index; collective-free.
+Result<std::string> PlanReport(const config::JobOptions& options, bool json);
+
 }  // namespace gridfeed::order

@@ -5,6 +5,7 @@
 
 #include "gridfeed/core/parse.h"
 #include "gridfeed/io/olmo_token_files.h"
+#include "gridfeed/order/olmo/olmo_floor.h"
 #include "gridfeed/order/olmo/olmo_instance.h"
 #include "gridfeed/order/olmo/olmo_pipeline.h"
 #include "gridfeed/order/registry.h"
@@ -166,7 +167,13 @@ const PipelineKind& OlmoKind() {
       .tables = Tables,
       .no_tables = nullptr,
       .samples = Samples,
+      .floor = OlmoFloor,
+      .table_bytes = OlmoTableBytes,
       .no_bench = nullptr,
+      .plan = nullptr,
+      .no_plan =
+          "plan: the configuration has no mixture schedule (the keys sources and "
+          "schedule); plan prints a schedule's arithmetic",
   };
   return kKind;
 }

@@ -105,9 +105,15 @@ const PipelineKind& SftKind() {
       .samples = Samples,
       // Its assembly floor (the same bytes read by the plainest code) is not defined for packed
       // conversations: refused rather than measured against a floor of another order.
+      .floor = nullptr,
+      .table_bytes = nullptr,
       .no_bench =
           "bench: --sft has no assembly floor yet; `gridfeed run --sft` prints its "
           "steady-state rate per reader",
+      .plan = nullptr,
+      .no_plan =
+          "plan: the configuration has no mixture schedule (the keys sources and "
+          "schedule); plan prints a schedule's arithmetic",
   };
   return kKind;
 }

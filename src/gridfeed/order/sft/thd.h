@@ -3,7 +3,7 @@
 // stage and in what order (a variable-length cu_seqlens goes as its length first, then its
 // values), the flattening of a [mbs, L] micro-batch into one [1, mbs*L] packed sequence, and
 // Transformer Engine's THD context-parallel partition (every sequence cut into 2*cp chunks, CP
-// rank r keeps chunks r and 2*cp-1-r).
+// rank r keeps chunks r and 2*cp-1-r; cp_thd.h, shared by every packed pipeline).
 //
 // Pure functions; thread safe.
 #pragma once
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gridfeed/core/status.h"
+#include "gridfeed/order/cp_thd.h"
 
 namespace gridfeed::order::sft {
 
@@ -45,12 +46,6 @@ struct PackedMicroBatch {
 // cu_seqlens becomes the rows merged (each row cut after its first entry equal to L, row i > 0
 // without its leading 0 and offset by i*L), max_seqlen its maximum ([1]).
 PackedMicroBatch FlattenPacked(const PackedMicroBatch& batch);
-
-// thd_get_partitioned_indices(cu, total, cp, rank): the total/cp positions of the flattened
-// sequence CP rank `rank` keeps. InvalidArgument as TE checks: cu needs >= 2 entries, 0 <= rank
-// < cp, total > 0 and total % (2*cp) == 0, every cu entry a multiple of 2*cp.
-Result<std::vector<int32_t>> ThdPartitionedIndices(std::span<const int32_t> cu, int64_t total,
-                                                   int64_t cp, int64_t rank);
 
 // get_batch_on_this_cp_rank for a flattened SFT batch: the sequence fields index_select'ed by
 // ThdPartitionedIndices(cu_seqlens, 1*mbs*L, cp, rank); cu_seqlens and max_seqlen unchanged.

@@ -1,31 +1,25 @@
-#include "bench_image.h"
+#include "gridfeed/order/megatron/megatron_floor.h"
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "gridfeed/io/indexed_dataset.h"
-#include "gridfeed/io/olmo_token_files.h"
-#include "gridfeed/order/olmo/olmo_pipeline.h"
 #include "gridfeed/order/table_image.h"
 
-namespace gridfeed::app {
+namespace gridfeed::order {
 namespace {
-
-template <typename T>
-void Widen(const std::byte* raw, int64_t n, int64_t* out) {
-  const T* p = reinterpret_cast<const T*>(raw);
-  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<int64_t>(p[i]);
-}
 
 // Megatron-format tables: a sample is seq_length (+1) tokens from its sample_index row on,
 // across the documents of document_index (a table built at a mixture stage's own length: that).
-class MegatronFloor final : public AssemblyFloor {
+class MegatronFloorImpl final : public AssemblyFloor {
  public:
   static Result<std::unique_ptr<AssemblyFloor>> Make(const config::JobOptions& o,
                                                      std::span<const std::byte> image) {
-    auto floor = std::unique_ptr<MegatronFloor>(new MegatronFloor());
-    GRIDFEED_ASSIGN_OR_RETURN(floor->view_, order::ParseTableImage(image));
+    auto floor = std::unique_ptr<MegatronFloorImpl>(new MegatronFloorImpl());
+    GRIDFEED_ASSIGN_OR_RETURN(floor->view_, ParseTableImage(image));
     const int64_t extra = o.data.no_add_extra_token ? 0 : 1;
     floor->tokens_ = o.data.seq_length + extra;
     int64_t longest = floor->tokens_;
@@ -56,11 +50,11 @@ class MegatronFloor final : public AssemblyFloor {
     return std::unique_ptr<AssemblyFloor>(std::move(floor));
   }
 
-  int64_t Copy(order::Split split, int64_t position, const order::SampleRecord&) override {
+  int64_t Copy(Split split, int64_t position, const SampleRecord&) override {
     const int i = static_cast<int>(split);
-    const order::SplitView& s = *view_.splits[i];
+    const SplitView& s = *view_.splits[i];
     const auto [k, j] = s.Locate(position);
-    const order::GptTablesView& t = s.sources[k].tables;
+    const GptTablesView& t = s.sources[k].tables;
     const io::IndexedDataset& ds = *bound_[i][k];
     const size_t item = io::DTypeSize(ds.dtype());
     const int64_t row = t.ShuffleAt(j);
@@ -83,8 +77,8 @@ class MegatronFloor final : public AssemblyFloor {
   int64_t tokens_per_sample() const override { return tokens_; }
 
  private:
-  MegatronFloor() = default;
-  order::TableView view_;
+  MegatronFloorImpl() = default;
+  TableView view_;
   std::vector<std::unique_ptr<io::IndexedDataset>> stores_;
   std::array<std::vector<const io::IndexedDataset*>, 3> bound_;  // per split and source
   std::array<std::vector<int64_t>, 3> source_tokens_;            // tokens a sample copies
@@ -93,59 +87,17 @@ class MegatronFloor final : public AssemblyFloor {
   std::vector<int64_t> out_;
 };
 
-// OLMo: instance = seq_length tokens at (file, token offset) = the record's (first_document,
-// first_offset).
-class OlmoFloor final : public AssemblyFloor {
- public:
-  static Result<std::unique_ptr<AssemblyFloor>> Make(const config::JobOptions& o) {
-    auto floor = std::unique_ptr<OlmoFloor>(new OlmoFloor());
-    GRIDFEED_ASSIGN_OR_RETURN(
-        floor->files_, io::OlmoTokenFiles::Open(o.data.olmo_paths, {}, order::OlmoTokenSize(o.data),
-                                                o.data.seq_length));
-    floor->tokens_ = o.data.seq_length;
-    floor->raw_.resize(static_cast<size_t>(floor->tokens_) * 4);
-    floor->out_.resize(static_cast<size_t>(floor->tokens_));
-    return std::unique_ptr<AssemblyFloor>(std::move(floor));
-  }
-
-  int64_t Copy(order::Split, int64_t, const order::SampleRecord& r) override {
-    const size_t item = static_cast<size_t>(files_.token_size());
-    const auto bytes = files_.bytes(static_cast<size_t>(r.first_document));
-    const size_t n = static_cast<size_t>(tokens_);
-    std::memcpy(raw_.data(), bytes.data() + static_cast<size_t>(r.first_offset) * item, n * item);
-    if (item == 2) {
-      Widen<uint16_t>(raw_.data(), tokens_, out_.data());
-    } else {
-      Widen<uint32_t>(raw_.data(), tokens_, out_.data());
-    }
-    return out_[0] ^ out_[n - 1];
-  }
-
-  int64_t tokens_per_sample() const override { return tokens_; }
-
- private:
-  OlmoFloor() = default;
-  io::OlmoTokenFiles files_;
-  int64_t tokens_ = 0;
-  std::vector<std::byte> raw_;
-  std::vector<int64_t> out_;
-};
-
 }  // namespace
 
-Result<std::unique_ptr<AssemblyFloor>> MakeAssemblyFloor(const config::JobOptions& options,
-                                                         std::span<const std::byte> image) {
-  if (options.data.is_olmo()) return OlmoFloor::Make(options);
-  return MegatronFloor::Make(options, image);
+Result<std::unique_ptr<AssemblyFloor>> MegatronFloor(const config::JobOptions& options,
+                                                     std::span<const std::byte> image) {
+  return MegatronFloorImpl::Make(options, image);
 }
 
-Result<uint64_t> TableBytesOf(const config::JobOptions& options, std::span<const std::byte> image) {
-  if (options.data.is_olmo()) {
-    GRIDFEED_ASSIGN_OR_RETURN(order::OlmoPlan plan, order::PlanOlmoOrder(options));
-    return static_cast<uint64_t>(plan.epochs) * static_cast<uint64_t>(plan.instances) *
-           sizeof(uint32_t);
-  }
-  GRIDFEED_ASSIGN_OR_RETURN(order::TableView view, order::ParseTableImage(image));
+Result<uint64_t> MegatronTableBytes(const config::JobOptions& options,
+                                    std::span<const std::byte> image) {
+  (void)options;
+  GRIDFEED_ASSIGN_OR_RETURN(TableView view, ParseTableImage(image));
   uint64_t bytes = 0;
   auto add = [&bytes](auto span) { bytes += span.size_bytes(); };
   for (const auto& split : view.splits) {
@@ -160,4 +112,4 @@ Result<uint64_t> TableBytesOf(const config::JobOptions& options, std::span<const
   return bytes;
 }
 
-}  // namespace gridfeed::app
+}  // namespace gridfeed::order
