@@ -2,8 +2,8 @@
 // build the order's tables through its pipeline (order/pipeline.h) and write their image into
 // fresh memory, as the feeder does into its shared window; then view the image as a reader
 // does and time Read() over consecutive positions of the split next to the memcpy floor of
-// the same samples (the pipeline's floor, order/assembly_floor.h), both on data in memory (each block of samples is read once
-// untimed first). Library exceptions become Status.
+// the same samples (the pipeline's floor, order/assembly_floor.h), both on data in memory
+// (each block of samples is read once untimed first). Library exceptions become Status.
 #pragma once
 
 #include <cstdint>
