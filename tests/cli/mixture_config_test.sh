@@ -60,6 +60,9 @@ refused iterations "schedule[0] ('main') is sized in iterations: give --global-b
   "$GRIDFEED" plan --config "$WORK/iters.yaml"
 "$GRIDFEED" plan --config "$WORK/iters.yaml" --global-batch-size 16 --json > "$WORK/iters.json" \
   || fail "plan with --global-batch-size"
+# A --split summing to 0 is refused by plan as by run, naming the flag.
+refused plan_zero_split "--split '0,0,0' sums to 0" \
+  "$GRIDFEED" plan --config "$WORK/iters.yaml" --global-batch-size 16 --split 0,0,0
 /usr/bin/python3 -c 'import json, sys; p = json.load(open(sys.argv[1])); assert p["samples"] == 64, p' \
   "$WORK/iters.json" || fail "4 iterations of 16 are not 64 samples"
 

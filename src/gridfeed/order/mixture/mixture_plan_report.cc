@@ -14,9 +14,8 @@ namespace {
 // `tokens` only when the store is not there.
 Status SourceSizes(const config::JobOptions& o, const MixtureLayout& l, std::vector<double>* tokens,
                    std::vector<bool>* declared) {
-  const std::string split = o.data.split.empty() ? "969, 30, 1" : o.data.split;
-  GRIDFEED_ASSIGN_OR_RETURN(auto vec, ParseAndNormalizeSplit(split));
-  const SplitMatrix m = SplitVectorToMatrix(vec);
+  std::vector<std::string> unused_warnings;  // the build that `run` does reports them
+  GRIDFEED_ASSIGN_OR_RETURN(const SplitMatrix m, SplitMatrixOf(o.data.split, &unused_warnings));
   for (const auto& src : l.schedule.sources) {
     auto ds = io::IndexedDataset::Open(src.path);
     if (!ds.ok() && src.tokens > 0 && ds.status().code() == StatusCode::kNotFound) {
@@ -30,7 +29,7 @@ Status SourceSizes(const config::JobOptions& o, const MixtureLayout& l, std::vec
                                                      : " (declare its size as sources." + src.name +
                                                            ".tokens to plan without the store)"));
     }
-    if (!m[0]) return InvalidArgument("--split '" + split + "' leaves no train part");
+    if (!m[0]) return InvalidArgument("--split '" + o.data.split + "' leaves no train part");
     const auto [b, e] = BookendToRange(*m[0], ds->num_sequences());
     const auto lengths = ds->sequence_lengths();
     double t = 0;
