@@ -141,7 +141,7 @@ std::string ReportText(const BenchReport& r) {
     std::snprintf(s, sizeof(s), "%lld in all, %lld per node (D x this run's readers per DP rank)",
                   static_cast<long long>(p.readers), static_cast<long long>(p.readers_per_node));
     Row(&out, "readers", s);
-    Row(&out, "node window", Bytes(p.node_window_bytes) + " (this run's largest: the whole image)");
+    Row(&out, "node window", Bytes(p.node_window_bytes) + " (this run's largest, kept as it is)");
     Row(&out, "plain copy per reader",
         Bytes(p.plain_copy_bytes_per_node) + " per node (window x readers per node)");
     Row(&out, "build + image write",

@@ -51,7 +51,8 @@ struct StartupFacts {
 // (M = the run's nodes, at least 2, so that a broadcast between leaders was measured):
 //   readers          = D * (this run's readers / this run's DP)
 //   readers_per_node = ceil(readers / N)
-//   node_window      = this run's largest node window (each window holds the whole image)
+//   node_window      = this run's largest node window (the whole image with
+//                      --node-window full; a node window's share is not rescaled)
 //   plain_copy       = node_window * readers_per_node (one private copy per reader instead)
 //   build            = this run's build + image write (world rank 0 alone, whatever N)
 //   broadcast        = this run's broadcast * ceil(log2 N) / ceil(log2 M) (a binomial tree:

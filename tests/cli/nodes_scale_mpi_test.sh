@@ -6,7 +6,8 @@
 # and the dumps of all 16 ranks are byte-identical to the real node's; a dump of other data
 # (consumed samples 12 instead of 8) does differ, so the comparison can fail; a corrupted image
 # on the last node's leader is the same error on all 16 ranks; `bench --json` at 8 nodes
-# reports 8 nodes and the largest window (today the whole image on every node).
+# reports 8 nodes and node windows of at most a quarter of the image at DP 16 (the whole image
+# with --node-window full); node windows on 1 and 16 nodes read what the whole image reads.
 set -euo pipefail
 GRIDFEED=$(realpath "$1")
 GOLDEN=$(realpath "$2")
@@ -76,27 +77,57 @@ n=$(grep -c "^gridfeed run: error (rank [0-9]*): .*$want" "$WORK/corrupt.out" ||
 [ "$n" -eq 16 ] || { cat "$WORK/corrupt.out"; fail "expected '$want' on 16 ranks, got $n"; }
 echo "corrupted image on node 7 of 8: same error on 16 ranks, status $rc after ${elapsed}s"
 
-# 4. bench --json at 8 simulated nodes (DP 16): 8 nodes, and the largest node window is the
-#    window the feeder allocated (today: the whole image, so equal to build.image_bytes).
-timeout 120 mpirun -n 16 --oversubscribe "$GRIDFEED" bench "${BASE[@]}" --samples 100 \
-  --testing-ranks-per-node 2 --json > "$WORK/bench.json" 2> "$WORK/bench.err" ||
-  { cat "$WORK/bench.err"; fail "bench at 8 simulated nodes failed"; }
-/usr/bin/python3 - "$WORK/bench.json" <<'PY' || fail "bench JSON at 8 simulated nodes (see above)"
+# 4. bench --json at 8 simulated nodes (DP 16): 8 nodes; by default (--node-window auto: node
+#    windows on several nodes) the largest node window holds at most a quarter of the image
+#    (each node's two DP ranks read an eighth of the samples); with --node-window full it is
+#    the whole image.
+for mode in auto full; do
+  timeout 120 mpirun -n 16 --oversubscribe "$GRIDFEED" bench "${BASE[@]}" --samples 100 \
+    --testing-ranks-per-node 2 --node-window "$mode" --json > "$WORK/bench.$mode.json" \
+    2> "$WORK/bench.err" || { cat "$WORK/bench.err"; fail "bench at 8 simulated nodes failed"; }
+done
+/usr/bin/python3 - "$WORK/bench.auto.json" "$WORK/bench.full.json" <<'PY' ||
 import json, sys
-r = json.load(open(sys.argv[1]))
+r, f = (json.load(open(p)) for p in sys.argv[1:3])
 s, b = r["startup"], r["build"]
-assert r["ranks"] == 16, r
-assert s["nodes"] == 8, s
-assert s["node_window_bytes"] == b["image_bytes"] > 0, (s, b)
-print(f"bench: 8 nodes, node window {s['node_window_bytes']} B = image")
+assert r["ranks"] == 16 and s["nodes"] == 8, (r, s)
+assert 0 < s["node_window_bytes"] <= b["image_bytes"] / 4, (s, b)
+assert f["startup"]["node_window_bytes"] == f["build"]["image_bytes"] == b["image_bytes"], f
+print(f"bench: 8 nodes, DP 16: node window {s['node_window_bytes']} B = "
+      f"{s['node_window_bytes'] / b['image_bytes']:.3f} of the image ({b['image_bytes']} B); "
+      "--node-window full: the whole image")
 PY
+  fail "bench JSON at 8 simulated nodes (see above)"
+
+# 4b. Node windows on one node and on 16: the same data as the whole image. The real node with
+#     --node-window reads (one window holding all 16 DP ranks' samples from the cursor) and
+#     16 simulated nodes of one rank each, against the real node's whole image (dump of 1).
+run16 dp16.reads1 --global-batch-size 64 --train-iters 2 --consumed-samples 64 \
+  --node-window reads --dump "$WORK/dp16.reads1" ||
+  { cat "$WORK/dp16.reads1.out"; fail "--node-window reads on one node failed"; }
+run16 dp16.reads16 --global-batch-size 64 --train-iters 2 --consumed-samples 64 \
+  --node-window reads --testing-ranks-per-node 1 --dump "$WORK/dp16.reads16" ||
+  { cat "$WORK/dp16.reads16.out"; fail "--node-window reads on 16 nodes failed"; }
+for d in dp16.reads1 dp16.reads16; do
+  diff -r "$WORK/dp16.real" "$WORK/$d" > /dev/null ||
+    fail "$d: node windows read other data than the whole image"
+done
+echo "node windows on 1 and 16 nodes: dumps identical to the whole image"
+# Refused with the flag named: a cyclic sampler (every sample again each epoch).
+set +e
+timeout 60 "$GRIDFEED" run "${BASE[@]}" --train-iters 1 --dataloader-type cyclic \
+  --node-window reads > "$WORK/cyclic.out" 2>&1
+rc=$?
+set -e
+[ "$rc" -ne 0 ] && grep -q -- "--node-window reads needs --dataloader-type single" "$WORK/cyclic.out" ||
+  { cat "$WORK/cyclic.out"; fail "--node-window reads with a cyclic sampler accepted"; }
 
 # 5. The projection (bench --project-nodes N --project-dp D) from the measured start-up of
 #    TP 2 x PP 2 x DP 4 at 8 simulated nodes, checked against arithmetic done here from the
 #    JSON's measured start-up and the grid rule (readers: tp 0 of the first and last stages).
 timeout 120 mpirun -n 16 --oversubscribe "$GRIDFEED" bench "${BASE[@]}" --samples 100 \
   --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --testing-ranks-per-node 2 \
-  --project-nodes 1000 --project-dp 4000 --json > "$WORK/project.json" 2> "$WORK/project.err" ||
+  --node-window full --project-nodes 1000 --project-dp 4000 --json > "$WORK/project.json" 2> "$WORK/project.err" ||
   { cat "$WORK/project.err"; fail "bench --project-nodes failed"; }
 /usr/bin/python3 - "$WORK/project.json" <<'PY' || fail "projection arithmetic (see above)"
 import json, math, sys

@@ -223,6 +223,13 @@ const std::vector<OptionRow>& Table() {
        "The split to read: train, valid or test",
        GF_FIELD(feed.split_name),
        {"train", "valid", "test"}},
+      {"node-window",
+       G::kFeed,
+       C::kNo,
+       "What each node's shared table window holds: reads (only the samples its readers read "
+       "from the cursor on), full (the whole order) or auto (reads on several nodes)",
+       GF_FIELD(feed.node_window),
+       {"auto", "full", "reads"}},
       {"prefetch-depth", G::kFeed, C::kNo, "Micro-batches assembled ahead on each reader",
        GF_FIELD(feed.prefetch_depth)},
       {"device-broadcast", G::kFeed, C::kNo, "TP broadcast from GPU memory over NCCL",
@@ -607,6 +614,11 @@ Status Validate(const JobOptions& o) {
   }
   GRIDFEED_RETURN_IF_ERROR(ValidateDataArgFiles(o));
   const auto& d = o.data;
+  if (o.feed.node_window == "reads" && d.dataloader_type == "cyclic") {
+    return InvalidArgument(
+        "--node-window reads needs --dataloader-type single (a cyclic sampler reads every "
+        "sample again each epoch); use --node-window full or auto");
+  }
   if (d.seq_length <= 0) return InvalidArgument("--seq-length must be given and positive");
   GRIDFEED_RETURN_IF_ERROR(Range("seq-length", d.seq_length, 1, int64_t{1} << 40, "in [1, 2^40]"));
   GRIDFEED_RETURN_IF_ERROR(Range("num-workers", d.num_workers, 0, 1024, "in [0, 1024]"));

@@ -138,7 +138,10 @@ struct ResumeOptions {
 };
 
 struct FeedOptions {
-  std::string split_name = "train";     // which split a run reads
+  std::string split_name = "train";  // which split a run reads
+  // What a node's table window holds: "reads" (the samples its readers read from the cursor
+  // on: order/node_image.h), "full" (the whole image), "auto" (reads on several nodes).
+  std::string node_window = "auto";
   int64_t prefetch_depth = 4;           // micro-batches assembled ahead on each reader
   bool device_broadcast = false;        // TP broadcast over NCCL from GPU memory
   int64_t testing_fail_open_rank = -1;  // tests only: this world rank fails to open its stores

@@ -47,6 +47,7 @@ struct Feeder::Impl {
   std::string schedule_history;  // amendable orders: checkpoint::Cursor's (every rank)
   StartupTimes startup;
   int64_t split_length = 0;
+  int64_t node_window_from = -1;  // node windows: the cursor they start at; -1: whole images
   int64_t resumed_iteration = 0;
   int64_t consumed = 0;   // global samples after the last Next()
   int64_t next_step = 0;  // micro-batch steps handed out so far
@@ -73,6 +74,10 @@ struct Feeder::Impl {
   Status AgreeOnOptions(MPI_Comm comm);
   Status CreateGrid(MPI_Comm comm);
   Status BuildAndShareTables();
+  int64_t ExpectedStart() const;
+  Result<parallel::ImageProducer> NodeProducer(const std::shared_ptr<order::BuiltOrder>& built,
+                                               const order::ReadSchedule& from,
+                                               const std::vector<int>& keys, bool world_node) const;
   Status OpenTokenStores();
   // This reader opens its node leader's very files (so the leader checks them in full).
   bool same_files_as_node_leader = false;

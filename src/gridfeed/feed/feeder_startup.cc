@@ -7,6 +7,7 @@
 #include <exception>
 #include <new>
 
+#include "gridfeed/checkpoint/cursor.h"
 #include "gridfeed/checkpoint/resume_policy.h"
 #include "gridfeed/config/canonical.h"
 #include "gridfeed/core/log.h"
@@ -76,28 +77,77 @@ Status Feeder::Impl::CreateGrid(MPI_Comm comm) {
   return Status::Ok();
 }
 
-// World rank 0 builds through the pipeline and writes the image into its shared window; every
-// reader views the image it received. The canonical text (options + data facts) follows.
+// Where a run's reading starts, as world rank 0 can tell before the build: the cursor of the
+// checkpoint it resumes from (checked in full by Resume, which must then agree), else
+// --consumed-samples.
+int64_t Feeder::Impl::ExpectedStart() const {
+  if (options.resume.resume_from.empty()) return options.resume.consumed_samples;
+  auto cursor = checkpoint::ReadCursor(options.resume.resume_from);
+  return cursor.ok() ? cursor->consumed_train_samples : 0;  // Resume reports the error
+}
+
+// Rank 0's image of a node whose readers are the DP ranks `keys`: the positions the schedule
+// gives them from `start` (order/node_image.h).
+Result<parallel::ImageProducer> Feeder::Impl::NodeProducer(
+    const std::shared_ptr<order::BuiltOrder>& built, const order::ReadSchedule& from,
+    const std::vector<int>& keys, bool world_node) const {
+  GRIDFEED_ASSIGN_OR_RETURN(std::shared_ptr<order::ImageWriter> writer,
+                            built->NodeImage(split, from.PositionsOf(keys), world_node));
+  if (!writer) return Internal("the order made no node image");
+  return parallel::ImageProducer{
+      writer->size(), [writer](std::byte* dst) { writer->WriteTo(dst); }, {}};
+}
+
+// World rank 0 builds through the pipeline and writes the image into its shared window (or,
+// with node windows, each node's own image into that node's); every reader views the image it
+// received. The canonical text (options + data facts) follows.
 Status Feeder::Impl::BuildAndShareTables() {
   const parallel::Grid& g = *grid;
-  int64_t length = 0;
-  auto build = [&]() -> Result<parallel::ImageProducer> {
-    GRIDFEED_ASSIGN_OR_RETURN(auto built, pipeline->Build());
-    length = built->view().length(split);
-    if (length == 0) {
+  int64_t facts[2] = {0, -1};  // the split's length; where the node windows start (-1: whole)
+  auto build = [&](int num_nodes) -> Result<parallel::ImageProducer> {
+    GRIDFEED_ASSIGN_OR_RETURN(std::shared_ptr<order::BuiltOrder> built, pipeline->Build());
+    facts[0] = built->view().length(split);
+    if (facts[0] == 0) {
       return FailedPrecondition("the " + options.feed.split_name +
                                 " split is empty with this --split");
     }
     canonical = config::CanonicalText(options.data, built->DataFacts());
+    const std::string& mode = options.feed.node_window;
+    const bool wanted = mode == "reads" || (mode == "auto" && num_nodes > 1);
+    if (wanted && options.data.dataloader_type == "single" && !pipeline->amendable()) {
+      GRIDFEED_ASSIGN_OR_RETURN(auto probe, built->NodeImage(split, {}, false));
+      if (probe) {
+        order::ScheduleOptions s;
+        s.total_samples = facts[0];
+        s.micro_batch_size = options.batch.micro_batch_size;
+        s.dp_size = g.dp_size();
+        s.global_batch_size = options.batch.global_batch_size;
+        s.start_consumed = ExpectedStart();
+        GRIDFEED_ASSIGN_OR_RETURN(auto from, order::ReadSchedule::Create(s));
+        facts[1] = s.start_consumed;
+        parallel::ImageProducer p;
+        p.per_node = [this, built, from, first = true](const std::vector<int>& keys) mutable {
+          const bool world_node = first;  // world rank 0's node comes first
+          first = false;
+          return NodeProducer(built, from, keys, world_node);
+        };
+        return p;
+      }
+    }
+    if (mode == "reads") {
+      return InvalidArgument(
+          "--node-window reads: this order has no node images (Megatron's pretraining order "
+          "without a mixture schedule has); use --node-window full or auto");
+    }
     std::shared_ptr<order::ImageWriter> writer = built->TakeImage();
-    return parallel::ImageProducer{writer->size(),
-                                   [writer](std::byte* dst) { writer->WriteTo(dst); }};
+    return parallel::ImageProducer{
+        writer->size(), [writer](std::byte* dst) { writer->WriteTo(dst); }, {}};
   };
   // Rank 0's failures, allocation included, must reach the status header: the other ranks
   // are waiting for it.
-  auto make = [&]() -> Result<parallel::ImageProducer> {
+  auto make = [&](int num_nodes) -> Result<parallel::ImageProducer> {
     try {
-      return build();
+      return build(num_nodes);
     } catch (const std::bad_alloc&) {
       return Internal("out of memory while building the tables");
     } catch (const std::exception& e) {
@@ -108,16 +158,17 @@ Status Feeder::Impl::BuildAndShareTables() {
   parallel::NodeSplit nodes;
   nodes.ranks_per_node = static_cast<int>(options.feed.testing_ranks_per_node);
   nodes.corrupt_node = static_cast<int>(options.feed.testing_corrupt_image_node);
-  GRIDFEED_ASSIGN_OR_RETURN(
-      image, parallel::SharedImage::Distribute(g, make, order::ImageDigest, &times, nodes));
+  GRIDFEED_ASSIGN_OR_RETURN(image, parallel::SharedImage::Distribute(g, make, order::ImageDigest,
+                                                                     &times, nodes, g.dp_rank()));
   startup.build_seconds = times.build_seconds;
   startup.broadcast_seconds = times.broadcast_seconds;
   GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(g.world(), 0, &canonical));
   fingerprint = config::FingerprintOf(canonical);
   // Non-readers hold no tables but plan the same schedule: they learn the split's length.
-  GRIDFEED_RETURN_IF_ERROR(parallel::MpiStatus(MPI_Bcast(&length, 1, MPI_INT64_T, 0, g.world()),
+  GRIDFEED_RETURN_IF_ERROR(parallel::MpiStatus(MPI_Bcast(facts, 2, MPI_INT64_T, 0, g.world()),
                                                "MPI_Bcast(split length)"));
-  split_length = length;
+  split_length = facts[0];
+  node_window_from = facts[1];
   Status viewed;
   if (g.is_reader()) {
     auto v = pipeline->ViewImage(image->bytes());
@@ -209,6 +260,12 @@ Status Feeder::Impl::PlanSchedule() {
   s.start_consumed = consumed;
   s.start_iteration = options.resume.resume_from.empty() ? -1 : resumed_iteration;
   s.data_sharding = !options.data.no_data_sharding;
+  // Node windows hold what this schedule reads: it must start where they do.
+  if (node_window_from >= 0 && consumed != node_window_from) {
+    return Internal("the node windows hold the samples read from " +
+                    std::to_string(node_window_from) + " on, but reading starts at " +
+                    std::to_string(consumed) + "; rerun with --node-window full");
+  }
   GRIDFEED_ASSIGN_OR_RETURN(auto planned, order::ReadSchedule::Create(s));
   schedule = std::make_unique<order::ReadSchedule>(std::move(planned));
   seq_lengths.begin = {0};

@@ -35,19 +35,33 @@ struct GptTablesView {
   std::span<const uint32_t> shuffle_index32;  // exactly one of the two is used
   std::span<const int64_t> shuffle_index64;
   bool shuffle_index_is_int64 = false;
+  // A node image's samples (node_image.h) instead of a sample and a shuffle index: sample m
+  // starts in document_index[first_doc(m)] at start_offset[m] and ends in
+  // document_index[first_doc(m + 1) - 1] at end_offset[m]; its rows are 2m and 2m + 1.
+  bool held = false;
+  std::span<const int32_t> held_first_doc32;  // [samples + 1]; exactly one of the two is used
+  std::span<const int64_t> held_first_doc64;
+  std::span<const int32_t> held_start_offset, held_end_offset;
 
   int64_t num_samples() const {
+    if (held) return static_cast<int64_t>(held_start_offset.size());
     return static_cast<int64_t>(shuffle_index_is_int64 ? shuffle_index64.size()
                                                        : shuffle_index32.size());
   }
   int64_t ShuffleAt(int64_t i) const {
+    if (held) return 2 * i;
     return shuffle_index_is_int64 ? shuffle_index64[i] : int64_t{shuffle_index32[i]};
   }
   int64_t SampleDoc(int64_t row) const {
+    if (held) return row % 2 == 0 ? HeldFirstDoc(row / 2) : HeldFirstDoc(row / 2 + 1) - 1;
     return sample_index64.empty() ? sample_index32[2 * row] : sample_index64[2 * row];
   }
   int64_t SampleOffset(int64_t row) const {
+    if (held) return row % 2 == 0 ? held_start_offset[row / 2] : held_end_offset[row / 2];
     return sample_index64.empty() ? sample_index32[2 * row + 1] : sample_index64[2 * row + 1];
+  }
+  int64_t HeldFirstDoc(int64_t m) const {
+    return held_first_doc64.empty() ? held_first_doc32[m] : held_first_doc64[m];
   }
 };
 
@@ -68,8 +82,14 @@ struct GptTables {
   PageArray<int64_t> shuffle_index64;
 
   GptTablesView View() const {
-    return {document_index,  sample_index32,  sample_index64,
-            shuffle_index32, shuffle_index64, shuffle_index_is_int64};
+    GptTablesView v;
+    v.document_index = document_index;
+    v.sample_index32 = sample_index32;
+    v.sample_index64 = sample_index64;
+    v.shuffle_index32 = shuffle_index32;
+    v.shuffle_index64 = shuffle_index64;
+    v.shuffle_index_is_int64 = shuffle_index_is_int64;
+    return v;
   }
   int64_t num_samples() const { return View().num_samples(); }
   int64_t ShuffleAt(int64_t i) const { return View().ShuffleAt(i); }

@@ -162,6 +162,16 @@ class BuiltOrder {
   virtual OrderView& view() = 0;
   // Moves the tables into an image writer, which frees each table once written.
   virtual std::unique_ptr<ImageWriter> TakeImage() = 0;
+  // The image of only the positions `held` (sorted, unique) of `split`: what one node's readers
+  // read (--node-window; node_image.h), viewed by ViewImage like the whole image; reads and
+  // records of held positions are the whole image's. `keep_source_index`: SourceOf answers for
+  // every position (world rank 0's node: checkpoints count each source's samples). Null: this
+  // order has no node images (every node then holds the whole image). Before TakeImage only.
+  virtual Result<std::unique_ptr<ImageWriter>> NodeImage(Split split, std::vector<int64_t> held,
+                                                         bool keep_source_index) const {
+    (void)split, (void)held, (void)keep_source_index;
+    return std::unique_ptr<ImageWriter>();
+  }
 };
 
 class Pipeline {

@@ -69,6 +69,8 @@ class ReadSchedule {
     int64_t step, dp_rank;
   };
   std::optional<Owner> OwnerOf(int64_t position) const;
+  // Single only: every position the DP ranks `dp_ranks` read from the start on, sorted.
+  std::vector<int64_t> PositionsOf(const std::vector<int>& dp_ranks) const;
 
   // One DP rank's batches in order.
   class Walker {

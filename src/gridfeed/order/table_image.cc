@@ -90,20 +90,104 @@ Result<std::span<const T>> ArrayAt(std::span<const std::byte> data, const nlohma
   return std::span<const T>(reinterpret_cast<const T*>(data.data() + offset), count);
 }
 
+// A node image's source tables: each sample spans one or more of its own documents.
+Status ParseHeldSource(std::span<const std::byte> data, const nlohmann::json& jm,
+                       GptTablesView* t) {
+  t->held = true;
+  if (jm.contains("held_first_doc64")) {
+    GRIDFEED_ASSIGN_OR_RETURN(t->held_first_doc64,
+                              ArrayAt<int64_t>(data, jm["held_first_doc64"], "held_first_doc"));
+  } else {
+    GRIDFEED_ASSIGN_OR_RETURN(t->held_first_doc32,
+                              ArrayAt<int32_t>(data, jm.at("held_first_doc32"), "held_first_doc"));
+  }
+  GRIDFEED_ASSIGN_OR_RETURN(t->held_start_offset,
+                            ArrayAt<int32_t>(data, jm.at("held_start_offset"), "held_offsets"));
+  GRIDFEED_ASSIGN_OR_RETURN(t->held_end_offset,
+                            ArrayAt<int32_t>(data, jm.at("held_end_offset"), "held_offsets"));
+  const int64_t n = static_cast<int64_t>(t->held_start_offset.size());
+  const size_t docs =
+      t->held_first_doc64.empty() ? t->held_first_doc32.size() : t->held_first_doc64.size();
+  if (t->held_end_offset.size() != static_cast<size_t>(n) || docs != static_cast<size_t>(n + 1) ||
+      t->HeldFirstDoc(0) != 0 ||
+      t->HeldFirstDoc(n) != static_cast<int64_t>(t->document_index.size())) {
+    return DataLoss("table image: a node image's sample rows do not match its documents");
+  }
+  for (int64_t m = 0; m < n; ++m) {
+    if (t->HeldFirstDoc(m + 1) <= t->HeldFirstDoc(m)) {
+      return DataLoss("table image: held sample " + std::to_string(m) + " spans no document");
+    }
+  }
+  return Status::Ok();
+}
+
+// A node image's runs of held positions: sorted, disjoint, in the split, one index per row.
+Status ParseHeld(std::span<const std::byte> data, const nlohmann::json& js, SplitView* s) {
+  s->held_only = true;
+  GRIDFEED_ASSIGN_OR_RETURN(s->run_begin, ArrayAt<int64_t>(data, js.at("run_begin"), "run_begin"));
+  GRIDFEED_ASSIGN_OR_RETURN(s->run_index, ArrayAt<int64_t>(data, js.at("run_index"), "run_index"));
+  if (js.contains("held_sample")) {
+    GRIDFEED_ASSIGN_OR_RETURN(s->held_sample,
+                              ArrayAt<int64_t>(data, js["held_sample"], "held_sample"));
+  }
+  if (js.contains("source_index")) {
+    GRIDFEED_ASSIGN_OR_RETURN(s->source_index,
+                              ArrayAt<int32_t>(data, js["source_index"], "source_index"));
+  }
+  const size_t runs = s->run_begin.size();
+  if (s->run_index.size() != runs + 1 || s->run_index[0] != 0) {
+    return DataLoss("table image: a node image's runs do not match their indexes");
+  }
+  for (size_t r = 0; r < runs; ++r) {
+    const int64_t len = s->run_index[r + 1] - s->run_index[r];
+    const int64_t next = r + 1 < runs ? s->run_begin[r + 1] : s->length;
+    if (len < 1 || s->run_begin[r] < 0 || len > next - s->run_begin[r]) {
+      return DataLoss("table image: held run " + std::to_string(r) +
+                      " is empty, out of order or outside the split");
+    }
+  }
+  const auto n = static_cast<size_t>(s->run_index[runs]);
+  const bool rows_match =
+      s->blended
+          ? s->dataset_index.size() == n && s->dataset_sample_index.size() == n &&
+                s->held_sample.size() == n
+          : s->sources.size() == 1 && static_cast<size_t>(s->sources[0].tables.num_samples()) == n;
+  if (!rows_match) return DataLoss("table image: held positions do not match the tables");
+  if (!s->source_index.empty() && s->source_index.size() != static_cast<size_t>(s->length)) {
+    return DataLoss("table image: source_index does not cover the split");
+  }
+  for (const auto& source : s->sources) {
+    if (!source.tables.held) return DataLoss("table image: a node image with a whole table");
+  }
+  if (s->blended) {
+    for (size_t i = 0; i < n; ++i) {
+      const int32_t k = s->dataset_index[i];
+      if (k < 0 || static_cast<size_t>(k) >= s->sources.size() || s->dataset_sample_index[i] < 0 ||
+          s->dataset_sample_index[i] >= s->sources[k].tables.num_samples()) {
+        return DataLoss("table image: held row " + std::to_string(i) + " names no table row");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 struct TableImageWriter::Plan {
   BuiltDatasets built;
+  std::optional<HeldPositions> held;
   Arrays arrays;
   std::string directory;
   size_t head = 0;
 };
 
-std::unique_ptr<TableImageWriter> TableImageWriter::Create(BuiltDatasets&& built) {
+std::unique_ptr<TableImageWriter> TableImageWriter::Create(BuiltDatasets&& built,
+                                                           std::optional<HeldPositions> held) {
   std::unique_ptr<TableImageWriter> w(new TableImageWriter());
   w->plan_ = std::make_unique<Plan>();
   Plan& p = *w->plan_;
-  p.built = std::move(built);  // the arrays below refer to the plan's own copy
+  p.built = std::move(built);  // the arrays below refer to the plan's own copies
+  p.held = std::move(held);
   nlohmann::json splits = nlohmann::json::array();
   for (int i = 0; i < 3; ++i) {
     if (!p.built.splits[i]) {
@@ -111,15 +195,30 @@ std::unique_ptr<TableImageWriter> TableImageWriter::Create(BuiltDatasets&& built
       continue;
     }
     SplitDataset& sd = *p.built.splits[i];
+    HeldPositions* held = p.held && static_cast<int>(p.held->split) == i ? &*p.held : nullptr;
     nlohmann::json js = {{"blended", sd.blended}, {"length", sd.length}};
     nlohmann::json mids = nlohmann::json::array();
-    for (auto& m : sd.mids) {
+    for (size_t k = 0; k < sd.mids.size(); ++k) {
+      auto& m = sd.mids[k];
       auto& t = m.tables;
       nlohmann::json jm = {{"prefix", m.prefix},
                            {"begin", m.begin},
                            {"end", m.end},
                            {"samples_per_epoch", t.num_samples_per_epoch}};
       if (m.seq_length > 0) jm["seq_length"] = m.seq_length;
+      if (held) {
+        HeldSource& h = held->sources.at(k);
+        jm["document_index"] = p.arrays.Add(h.document_index, true);
+        if (h.first_doc64.empty()) {
+          jm["held_first_doc32"] = p.arrays.Add(h.first_doc32, true);
+        } else {
+          jm["held_first_doc64"] = p.arrays.Add(h.first_doc64, true);
+        }
+        jm["held_start_offset"] = p.arrays.Add(h.start_offset, true);
+        jm["held_end_offset"] = p.arrays.Add(h.end_offset, true);
+        mids.push_back(jm);
+        continue;
+      }
       jm["document_index"] = p.arrays.Add(t.document_index, true);
       if (t.sample_index_is_int64) {
         jm["sample_index64"] = p.arrays.Add(t.sample_index64, true);
@@ -138,6 +237,14 @@ std::unique_ptr<TableImageWriter> TableImageWriter::Create(BuiltDatasets&& built
     if (sd.blended) {
       js["dataset_index"] = p.arrays.Add(sd.blend.dataset_index, true);
       js["dataset_sample_index"] = p.arrays.Add(sd.blend.dataset_sample_index, true);
+    }
+    if (held) {
+      js["run_begin"] = p.arrays.Add(held->run_begin, true);
+      js["run_index"] = p.arrays.Add(held->run_index, true);
+      if (!held->held_sample.empty()) js["held_sample"] = p.arrays.Add(held->held_sample, true);
+      if (!held->source_index.empty()) {
+        js["source_index"] = p.arrays.Add(held->source_index, true);
+      }
     }
     splits.push_back(js);
   }
@@ -213,7 +320,9 @@ Result<TableView> ParseTableImage(std::span<const std::byte> image) {
         GRIDFEED_ASSIGN_OR_RETURN(
             m.tables.document_index,
             ArrayAt<int32_t>(data, jm.at("document_index"), "document_index"));
-        if (jm.contains("sample_index64")) {
+        if (jm.contains("held_start_offset")) {
+          GRIDFEED_RETURN_IF_ERROR(ParseHeldSource(data, jm, &m.tables));
+        } else if (jm.contains("sample_index64")) {
           GRIDFEED_ASSIGN_OR_RETURN(m.tables.sample_index64,
                                     ArrayAt<int64_t>(data, jm["sample_index64"], "sample_index"));
         } else {
@@ -221,7 +330,9 @@ Result<TableView> ParseTableImage(std::span<const std::byte> image) {
               m.tables.sample_index32,
               ArrayAt<int32_t>(data, jm.at("sample_index32"), "sample_index"));
         }
-        if (jm.contains("shuffle_index64")) {
+        if (m.tables.held) {
+          // A node image's samples are in their own order: no shuffle index.
+        } else if (jm.contains("shuffle_index64")) {
           m.tables.shuffle_index_is_int64 = true;
           GRIDFEED_ASSIGN_OR_RETURN(m.tables.shuffle_index64,
                                     ArrayAt<int64_t>(data, jm["shuffle_index64"], "shuffle_index"));
@@ -242,6 +353,7 @@ Result<TableView> ParseTableImage(std::span<const std::byte> image) {
             s.dataset_sample_index,
             ArrayAt<int64_t>(data, js.at("dataset_sample_index"), "dataset_sample_index"));
       }
+      if (js.contains("run_begin")) GRIDFEED_RETURN_IF_ERROR(ParseHeld(data, js, &s));
       out.splits[i] = std::move(s);
     }
   } catch (const nlohmann::json::exception& e) {

@@ -4,6 +4,7 @@
 // split's top-level position to its blend source and that source's sample. Thread safe.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -34,11 +35,45 @@ struct SplitView {
   std::vector<double> weights;  // the blend's weights (empty without a blend)
   std::span<const int32_t> dataset_index;
   std::span<const int64_t> dataset_sample_index;
+  // A node image (node_image.h) holds only some positions, in runs: run r holds positions
+  // [run_begin[r], run_begin[r] + run_index[r + 1] - run_index[r]) at indexes from
+  // run_index[r]; dataset_index, dataset_sample_index and each source's tables are indexed by
+  // that index. A whole image (held_only false) holds every position, indexed by itself.
+  bool held_only = false;
+  std::span<const int64_t> run_begin;     // sorted; [runs]
+  std::span<const int64_t> run_index;     // [runs + 1]
+  std::span<const int64_t> held_sample;   // blended node image: each held position's sample
+  std::span<const int32_t> source_index;  // node image: the whole dataset_index when kept
 
-  // (source, sample of that source) serving top-level position p. REQUIRES 0 <= p < length.
+  // The index of position p here; -1 when not held.
+  int64_t IndexOf(int64_t p) const {
+    if (!held_only) return 0 <= p && p < length ? p : -1;
+    const auto it = std::upper_bound(run_begin.begin(), run_begin.end(), p);
+    if (it == run_begin.begin()) return -1;
+    const size_t r = static_cast<size_t>(it - run_begin.begin()) - 1;
+    const int64_t i = run_index[r] + (p - run_begin[r]);
+    return i < run_index[r + 1] ? i : -1;
+  }
+  bool Holds(int64_t p) const { return IndexOf(p) >= 0; }
+  // (source, row of that source's tables here) serving top-level position p; on a whole image
+  // the row is the source's own sample. REQUIRES Holds(p).
   std::pair<int, int64_t> Locate(int64_t p) const {
+    if (held_only) p = IndexOf(p);
     if (!blended) return {0, p};
     return {dataset_index[p], dataset_sample_index[p]};
+  }
+  // The source's own sample serving p (what records name). REQUIRES Holds(p).
+  int64_t SourceSample(int64_t p) const {
+    if (!held_only) return Locate(p).second;
+    if (!blended) return p;
+    return held_sample[IndexOf(p)];
+  }
+  // The source serving p, for any 0 <= p < length on a whole image or a node image that kept
+  // source_index; else REQUIRES Holds(p).
+  int SourceAt(int64_t p) const {
+    if (!blended) return 0;
+    if (!source_index.empty()) return source_index[p];
+    return Locate(p).first;
   }
 };
 

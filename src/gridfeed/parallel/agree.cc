@@ -15,17 +15,48 @@ Status MpiStatus(int code, const char* call) {
   return Status(StatusCode::kAborted, std::string(call) + " failed: " + std::string(text, len));
 }
 
-Status SleepyBarrier(MPI_Comm comm) {
-  MPI_Request request;
-  GRIDFEED_RETURN_IF_ERROR(MpiStatus(MPI_Ibarrier(comm, &request), "MPI_Ibarrier"));
+namespace {
+
+constexpr size_t kChunk = size_t{1} << 30;  // well below INT_MAX
+
+// Waits for `request`, sleeping between tests (backing off from 20 us to 5 ms).
+Status SleepUntilDone(MPI_Request* request) {
   auto delay = std::chrono::microseconds(20);
   for (;;) {
     int done = 0;
-    GRIDFEED_RETURN_IF_ERROR(MpiStatus(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test"));
+    GRIDFEED_RETURN_IF_ERROR(MpiStatus(MPI_Test(request, &done, MPI_STATUS_IGNORE), "MPI_Test"));
     if (done) return Status::Ok();
     std::this_thread::sleep_for(delay);
     delay = std::min<std::chrono::microseconds>(delay * 2, std::chrono::milliseconds(5));
   }
+}
+
+}  // namespace
+
+Status SleepyBarrier(MPI_Comm comm) {
+  MPI_Request request;
+  GRIDFEED_RETURN_IF_ERROR(MpiStatus(MPI_Ibarrier(comm, &request), "MPI_Ibarrier"));
+  return SleepUntilDone(&request);
+}
+
+Status SendBytes(MPI_Comm comm, int dest, int tag, std::span<const std::byte> bytes) {
+  for (size_t at = 0; at < bytes.size(); at += kChunk) {
+    const int n = static_cast<int>(std::min(kChunk, bytes.size() - at));
+    GRIDFEED_RETURN_IF_ERROR(
+        MpiStatus(MPI_Send(bytes.data() + at, n, MPI_BYTE, dest, tag, comm), "MPI_Send"));
+  }
+  return Status::Ok();
+}
+
+Status SleepyReceiveBytes(MPI_Comm comm, int source, int tag, std::span<std::byte> bytes) {
+  for (size_t at = 0; at < bytes.size(); at += kChunk) {
+    const int n = static_cast<int>(std::min(kChunk, bytes.size() - at));
+    MPI_Request request;
+    GRIDFEED_RETURN_IF_ERROR(MpiStatus(
+        MPI_Irecv(bytes.data() + at, n, MPI_BYTE, source, tag, comm, &request), "MPI_Irecv"));
+    GRIDFEED_RETURN_IF_ERROR(SleepUntilDone(&request));
+  }
+  return Status::Ok();
 }
 
 bool AllEqual(MPI_Comm comm, uint64_t value) {
@@ -66,7 +97,6 @@ Status AgreeOnStatus(MPI_Comm comm, const Status& local, int rank_name) {
 }
 
 Status BroadcastBytes(MPI_Comm comm, int root, std::span<std::byte> bytes) {
-  constexpr size_t kChunk = size_t{1} << 30;  // well below INT_MAX
   for (size_t at = 0; at < bytes.size(); at += kChunk) {
     const int n = static_cast<int>(std::min(kChunk, bytes.size() - at));
     GRIDFEED_RETURN_IF_ERROR(

@@ -35,6 +35,12 @@ Status BroadcastString(MPI_Comm comm, int root, std::string* s);
 // most a few milliseconds of latency; use it before long waits only.
 Status SleepyBarrier(MPI_Comm comm);
 
+// Point to point on `comm`, in chunks below INT_MAX (tag `tag`): `bytes` to rank `dest`.
+Status SendBytes(MPI_Comm comm, int dest, int tag, std::span<const std::byte> bytes);
+// The matching receive of exactly `bytes.size()` bytes from `source`; while the data has not
+// come the rank sleeps between tests, as in SleepyBarrier (the sender may be busy for long).
+Status SleepyReceiveBytes(MPI_Comm comm, int source, int tag, std::span<std::byte> bytes);
+
 // Collective on `comm`: true on every rank iff every rank passed the same value.
 bool AllEqual(MPI_Comm comm, uint64_t value);
 

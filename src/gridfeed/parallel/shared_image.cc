@@ -2,145 +2,293 @@
 
 #include <cstring>
 #include <exception>
+#include <new>
 #include <string>
 
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/parallel/agree.h"
 
 namespace gridfeed::parallel {
+namespace {
+
+// Point-to-point tags of the per-node exchange between world rank 0 and a node leader.
+constexpr int kTagHead = 701, kTagReady = 702, kTagImage = 703, kTagDigest = 704;
+
+std::span<std::byte> BytesOf(uint64_t* words, size_t n) {
+  return std::as_writable_bytes(std::span<uint64_t>(words, n));
+}
+
+}  // namespace
+
+// Collective over the readers: the node communicator and the leaders' (failures agreed there).
+Status SharedImage::SplitNodes(const Grid& grid, const NodeSplit& nodes) {
+  int reader_rank = 0;
+  MPI_Comm_rank(grid.reader_comm(), &reader_rank);
+  Status split;
+  if (nodes.ranks_per_node > 0) {
+    split = MpiStatus(MPI_Comm_split(grid.reader_comm(), grid.world_rank() / nodes.ranks_per_node,
+                                     reader_rank, &node_comm_),
+                      "MPI_Comm_split(node)");
+  } else {
+    split = MpiStatus(MPI_Comm_split_type(grid.reader_comm(), MPI_COMM_TYPE_SHARED, reader_rank,
+                                          MPI_INFO_NULL, &node_comm_),
+                      "MPI_Comm_split_type(node)");
+  }
+  GRIDFEED_RETURN_IF_ERROR(AgreeOnStatus(grid.reader_comm(), split, grid.world_rank()));
+  MPI_Comm_rank(node_comm_, &node_rank_);
+  MPI_Comm_size(node_comm_, &readers_on_node_);
+  split = MpiStatus(MPI_Comm_split(grid.reader_comm(), node_rank_ == 0 ? 0 : MPI_UNDEFINED,
+                                   reader_rank, &leaders_comm_),
+                    "MPI_Comm_split(leaders)");
+  GRIDFEED_RETURN_IF_ERROR(AgreeOnStatus(grid.reader_comm(), split, grid.world_rank()));
+  if (node_rank_ == 0) MPI_Comm_size(leaders_comm_, &num_nodes_);
+  return Status::Ok();
+}
+
+// Collective over the node: the window (`size` bytes on the leader), failures agreed on
+// `agree` (the readers, or the node alone when nodes fill one after another).
+Status SharedImage::AllocateWindow(MPI_Comm agree, int rank_name, uint64_t size, std::byte** base) {
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  const MPI_Aint bytes = node_rank_ == 0 ? static_cast<MPI_Aint>(size) : 0;
+  int rc =
+      MPI_Win_allocate_shared(std::max<MPI_Aint>(bytes, 1), 1, info, node_comm_, base, &window_);
+  MPI_Info_free(&info);
+  GRIDFEED_RETURN_IF_ERROR(
+      AgreeOnStatus(agree, MpiStatus(rc, "MPI_Win_allocate_shared"), rank_name));
+  MPI_Aint leader_size = 0;
+  int disp = 0;
+  // The leader's segment: a failure anywhere is agreed before anyone touches `base`.
+  return AgreeOnStatus(agree,
+                       MpiStatus(MPI_Win_shared_query(window_, 0, &leader_size, &disp, base),
+                                 "MPI_Win_shared_query"),
+                       rank_name);
+}
+
+// Collective over the readers: world rank 0 writes the one image into its window, freeing the
+// tables as it goes, and the leaders broadcast it among themselves.
+Status SharedImage::FillWhole(const Grid& grid, ImageProducer& producer, uint64_t size,
+                              Digest digest, const NodeSplit& nodes, double* write_seconds) {
+  std::byte* base = nullptr;
+  Status local = AllocateWindow(grid.reader_comm(), grid.world_rank(), size, &base);
+  if (!local.ok()) return local;  // agreed on every reader
+  uint64_t expected = 0;
+  if (node_rank_ == 0) {
+    if (grid.world_rank() == 0) {
+      Stopwatch write;
+      producer.write(base);
+      producer = ImageProducer();  // frees what the producer still holds
+      *write_seconds = write.Seconds();
+      expected = digest(std::span<const std::byte>(base, size));
+    }
+    local = BroadcastBytes(leaders_comm_, 0, std::span<std::byte>(base, size));
+    if (local.ok()) {
+      local = MpiStatus(MPI_Bcast(&expected, 1, MPI_UINT64_T, 0, leaders_comm_),
+                        "MPI_Bcast(table digest)");
+    }
+  }
+  return FinishNode(grid, digest, nodes, base, size, expected, local);
+}
+
+// Node after node, without collectives across nodes (world rank 0 is busy with one node at a
+// time): the leaders send their readers' keys to world rank 0, which makes each node's image,
+// tells its leader the size (or that it failed), waits until the node has its window and then
+// sends the bytes and their digest. Readers wait asleep. Every reader reaches FinishNode.
+Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int reader_key,
+                                Digest digest, const NodeSplit& nodes, double* write_seconds) {
+  const bool world0 = grid.world_rank() == 0;
+  std::vector<int> node_keys(static_cast<size_t>(readers_on_node_));
+  Status local =
+      MpiStatus(MPI_Gather(&reader_key, 1, MPI_INT, node_keys.data(), 1, MPI_INT, 0, node_comm_),
+                "MPI_Gather(reader keys)");
+  std::vector<int> counts(static_cast<size_t>(world0 ? num_nodes_ : 0)), displs, keys;
+  if (local.ok() && node_rank_ == 0) {
+    local = MpiStatus(
+        MPI_Gather(&readers_on_node_, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, leaders_comm_),
+        "MPI_Gather(reader counts)");
+    int total = 0;
+    for (int c : counts) displs.push_back(total), total += c;
+    keys.resize(static_cast<size_t>(total));
+    if (local.ok()) {
+      local = MpiStatus(MPI_Gatherv(node_keys.data(), readers_on_node_, MPI_INT, keys.data(),
+                                    counts.data(), displs.data(), MPI_INT, 0, leaders_comm_),
+                        "MPI_Gatherv(reader keys)");
+    }
+  }
+  local = AgreeOnStatus(grid.reader_comm(), local, grid.world_rank());
+  if (!local.ok()) return local;  // agreed on every reader, before any node waits alone
+
+  Stopwatch busy;
+  // World rank 0: node l's image; an error (or an earlier node's) is kept in `made`.
+  Status made;
+  auto make = [&](int l) -> ImageProducer {
+    if (!made.ok()) return {};
+    const std::vector<int> mine(keys.begin() + displs[l], keys.begin() + displs[l] + counts[l]);
+    Result<ImageProducer> r = Internal("no per-node image");
+    try {
+      r = producer.per_node(mine);
+    } catch (const std::bad_alloc&) {
+      r = Internal("out of memory while making node " + std::to_string(l) + "'s table image");
+    } catch (const std::exception& e) {
+      r = Internal("while making node " + std::to_string(l) + "'s table image: " + e.what());
+    }
+    if (!r.ok()) {
+      made = r.status().WithContext("rank 0 (node " + std::to_string(l) + "'s table image)");
+      return {};
+    }
+    return std::move(r).value();
+  };
+  // Every node: its size (head[0] = 1 when made), its window, then the bytes.
+  uint64_t head[2] = {0, 0}, expected = 0;
+  std::byte* base = nullptr;
+  ImageProducer own;
+  if (world0) {
+    own = make(0);
+    head[0] = made.ok() ? 1 : 0;
+    head[1] = own.size;
+  } else if (node_rank_ == 0) {
+    local = SleepyReceiveBytes(leaders_comm_, 0, kTagHead, BytesOf(head, 2));
+  }
+  Status node = SleepyBarrier(node_comm_);  // peers sleep while their leader waits
+  if (node.ok()) node = MpiStatus(MPI_Bcast(head, 2, MPI_UINT64_T, 0, node_comm_), "MPI_Bcast");
+  if (local.ok()) local = node;
+  if (local.ok() && head[0] == 0) {
+    local = Status(StatusCode::kAborted, "world rank 0 made no table image for this node");
+  }
+  // The node takes one path, and agrees on its own allocation (a leader whose node has no
+  // window tells world rank 0 so).
+  local = AgreeOnStatus(node_comm_, local, grid.world_rank());
+  if (local.ok()) local = AllocateWindow(node_comm_, grid.world_rank(), head[1], &base);
+  const bool allocated = local.ok();
+  if (world0) {
+    if (local.ok()) {
+      own.write(base);
+      expected = digest(std::span<const std::byte>(base, head[1]));
+    }
+    own = ImageProducer();
+    for (int l = 1; l < num_nodes_; ++l) {
+      ImageProducer p = make(l);
+      uint64_t h[2] = {made.ok() ? uint64_t{1} : 0, p.size};
+      Status sent = SendBytes(leaders_comm_, l, kTagHead, BytesOf(h, 2));
+      uint64_t ready = 0;
+      if (sent.ok() && h[0] == 1) {
+        sent = MpiStatus(
+            MPI_Recv(&ready, 1, MPI_UINT64_T, l, kTagReady, leaders_comm_, MPI_STATUS_IGNORE),
+            "MPI_Recv(node ready)");
+      }
+      if (sent.ok() && ready == 1) {
+        std::vector<std::byte> image(p.size);  // 16-byte aligned
+        p.write(image.data());
+        p = ImageProducer();
+        uint64_t d = digest(image);
+        sent = SendBytes(leaders_comm_, l, kTagImage, image);
+        if (sent.ok()) sent = SendBytes(leaders_comm_, l, kTagDigest, BytesOf(&d, 1));
+      }
+      if (made.ok() && !sent.ok()) made = sent;
+    }
+    producer = ImageProducer();  // frees the tables
+    if (local.ok()) local = made;
+    *write_seconds = busy.Seconds();
+  } else if (node_rank_ == 0 && head[0] == 1) {
+    // World rank 0 waits for this answer whenever it told this node a size.
+    uint64_t ready = allocated ? 1 : 0;
+    const Status told = SendBytes(leaders_comm_, 0, kTagReady, BytesOf(&ready, 1));
+    if (local.ok()) local = told;
+    if (local.ok()) {
+      local = SleepyReceiveBytes(leaders_comm_, 0, kTagImage, std::span<std::byte>(base, head[1]));
+    }
+    if (local.ok()) local = SleepyReceiveBytes(leaders_comm_, 0, kTagDigest, BytesOf(&expected, 1));
+  }
+  return FinishNode(grid, digest, nodes, base, head[1], expected, local);
+}
+
+// Collective over the readers (every reader, whatever `local` says): the leader checks its
+// copy's digest, the leaders report their readers to world rank 0, the node's peers read only
+// after their leader filled the window (they sleep while it writes) and learn its digest.
+Status SharedImage::FinishNode(const Grid& grid, Digest digest, const NodeSplit& nodes,
+                               std::byte* base, uint64_t size, uint64_t expected, Status local) {
+  if (node_rank_ == 0) {
+    int node = 0;
+    MPI_Comm_rank(leaders_comm_, &node);
+    if (nodes.ranks_per_node > 0) node = grid.world_rank() / nodes.ranks_per_node;
+    if (local.ok() && node == nodes.corrupt_node && size > 0) {
+      base[size / 2] ^= std::byte{0xff};  // injected by a test
+    }
+    // The node's readers share this copy, so its leader's check covers them all.
+    if (local.ok() && digest(std::span<const std::byte>(base, size)) != expected) {
+      local = DataLoss("image digest mismatch after the broadcast on node " + std::to_string(node) +
+                       " (leader " + grid.Describe() + ")");
+    }
+    // What each node's window serves, for reports (on every leader, whatever happened).
+    if (grid.world_rank() == 0) readers_per_node_.assign(num_nodes_, 0);
+    const Status gathered =
+        MpiStatus(MPI_Gather(&readers_on_node_, 1, MPI_INT, readers_per_node_.data(), 1, MPI_INT, 0,
+                             leaders_comm_),
+                  "MPI_Gather(readers per node)");
+    if (local.ok()) local = gathered;
+  }
+  const Status filled = SleepyBarrier(node_comm_);
+  if (local.ok()) local = filled;
+  const Status told =
+      MpiStatus(MPI_Bcast(&expected, 1, MPI_UINT64_T, 0, node_comm_), "MPI_Bcast(node digest)");
+  if (local.ok()) local = told;
+  if (local.ok()) {
+    node_bytes_ = size;
+    digest_ = expected;
+    bytes_ = std::span<const std::byte>(base, size);
+  }
+  return local;
+}
 
 Result<std::unique_ptr<SharedImage>> SharedImage::Distribute(const Grid& grid,
                                                              const MakeProducer& make,
                                                              Digest digest, DistributeTimes* times,
-                                                             const NodeSplit& nodes) {
+                                                             const NodeSplit& nodes,
+                                                             int reader_key) {
   std::unique_ptr<SharedImage> st(new SharedImage());
   MPI_Comm world = grid.world();
   Stopwatch watch;
-  // 1. Rank 0 builds; everyone learns the outcome from a fixed header first.
+  // 1. The readers group into nodes, so rank 0 builds knowing how many there are.
+  const Status split = grid.is_reader() ? st->SplitNodes(grid, nodes) : Status::Ok();
+  GRIDFEED_RETURN_IF_ERROR(AgreeOnStatus(world, split, grid.world_rank()));
+  const double split_seconds = watch.Lap();
+  // 2. Rank 0 builds; everyone learns the outcome from a fixed header first.
   ImageProducer producer;
   Status built;
-  uint64_t header[2] = {0, 0};  // image size, digest (the digest follows the image)
+  uint64_t header[2] = {0, 0};  // the whole image's size; 1 when each node gets its own
   if (grid.world_rank() == 0) {
-    auto r = make();
+    auto r = make(st->num_nodes_);
     if (r.ok()) {
       producer = std::move(r).value();
       header[0] = producer.size;
+      header[1] = producer.per_node ? 1 : 0;
     } else {
       built = r.status().WithContext("rank 0 (table build)");
     }
   }
-  double write_seconds = 0;  // rank 0 writes the image into its window during step 2
   const double build_seconds = watch.Lap();
   // The others wait here for the build without polling (every rank, whatever the outcome).
   GRIDFEED_RETURN_IF_ERROR(SleepyBarrier(world));
   GRIDFEED_RETURN_IF_ERROR(BroadcastStatus(world, 0, built));
   GRIDFEED_RETURN_IF_ERROR(
-      MpiStatus(MPI_Bcast(header, 1, MPI_UINT64_T, 0, world), "MPI_Bcast(table header)"));
-
-  // 2. The image goes to the readers: one shared window per node. World rank 0 (reader 0,
-  // leader of its node) writes it straight into its window, freeing the tables as it goes.
+      MpiStatus(MPI_Bcast(header, 2, MPI_UINT64_T, 0, world), "MPI_Bcast(table header)"));
+  // 3. The image goes to the readers' windows.
+  double write_seconds = 0;  // rank 0 writing the image(s)
   Status local;
-  int num_nodes = 0;  // known on the leaders; world rank 0 (a leader) tells everyone below
   if (grid.is_reader()) {
-    int reader_rank = 0;
-    MPI_Comm_rank(grid.reader_comm(), &reader_rank);
-    // The splits are collective over the readers: all made, their failures agreed.
-    Status split;
-    if (nodes.ranks_per_node > 0) {
-      split = MpiStatus(MPI_Comm_split(grid.reader_comm(), grid.world_rank() / nodes.ranks_per_node,
-                                       reader_rank, &st->node_comm_),
-                        "MPI_Comm_split(node)");
-    } else {
-      split = MpiStatus(MPI_Comm_split_type(grid.reader_comm(), MPI_COMM_TYPE_SHARED, reader_rank,
-                                            MPI_INFO_NULL, &st->node_comm_),
-                        "MPI_Comm_split_type(node)");
-    }
-    split = AgreeOnStatus(grid.reader_comm(), split, grid.world_rank());
-    if (!split.ok()) {
-      // The readers agree; the other ranks learn it in the world agreement they wait in.
-      GRIDFEED_RETURN_IF_ERROR(AgreeOnStatus(world, split, grid.world_rank()));
-    }
-    int node_rank = 0;
-    MPI_Comm_rank(st->node_comm_, &node_rank);
-    MPI_Comm_size(st->node_comm_, &st->readers_on_node_);
-    split = MpiStatus(MPI_Comm_split(grid.reader_comm(), node_rank == 0 ? 0 : MPI_UNDEFINED,
-                                     reader_rank, &st->leaders_comm_),
-                      "MPI_Comm_split(leaders)");
-    split = AgreeOnStatus(grid.reader_comm(), split, grid.world_rank());
-    if (!split.ok()) GRIDFEED_RETURN_IF_ERROR(AgreeOnStatus(world, split, grid.world_rank()));
-    const MPI_Aint size = node_rank == 0 ? static_cast<MPI_Aint>(header[0]) : 0;
-    std::byte* base = nullptr;
-    MPI_Info info;
-    MPI_Info_create(&info);
-    MPI_Info_set(info, "alloc_shared_noncontig", "true");
-    int rc = MPI_Win_allocate_shared(std::max<MPI_Aint>(size, 1), 1, info, st->node_comm_, &base,
-                                     &st->window_);
-    MPI_Info_free(&info);
-    // A node whose window failed must not leave the other leaders in the broadcast below.
-    local = AgreeOnStatus(grid.reader_comm(), MpiStatus(rc, "MPI_Win_allocate_shared"),
-                          grid.world_rank());
-    if (local.ok()) {
-      MPI_Aint leader_size = 0;
-      int disp = 0;
-      // The leader's segment: a failure anywhere is agreed before anyone touches `base`.
-      local =
-          AgreeOnStatus(grid.reader_comm(),
-                        MpiStatus(MPI_Win_shared_query(st->window_, 0, &leader_size, &disp, &base),
-                                  "MPI_Win_shared_query"),
-                        grid.world_rank());
-    }
-    if (local.ok()) {
-      st->node_bytes_ = header[0];
-      if (node_rank == 0) {
-        int node = 0;
-        MPI_Comm_rank(st->leaders_comm_, &node);
-        MPI_Comm_size(st->leaders_comm_, &num_nodes);
-        if (nodes.ranks_per_node > 0) node = grid.world_rank() / nodes.ranks_per_node;
-        if (grid.world_rank() == 0) {
-          Stopwatch write;
-          producer.write(base);
-          producer = ImageProducer();  // frees what the producer still holds
-          write_seconds = write.Seconds();
-          header[1] = digest(std::span<const std::byte>(base, header[0]));
-        }
-        local = BroadcastBytes(st->leaders_comm_, 0, std::span<std::byte>(base, header[0]));
-        if (local.ok()) {
-          local = MpiStatus(MPI_Bcast(&header[1], 1, MPI_UINT64_T, 0, st->leaders_comm_),
-                            "MPI_Bcast(table digest)");
-        }
-        if (local.ok() && node == nodes.corrupt_node && header[0] > 0) {
-          base[header[0] / 2] ^= std::byte{0xff};  // injected by a test
-        }
-        // The node's readers share this copy, so its leader's check covers them all.
-        if (local.ok() && digest(std::span<const std::byte>(base, header[0])) != header[1]) {
-          local = DataLoss("image digest mismatch after the broadcast on node " +
-                           std::to_string(node) + " (leader " + grid.Describe() + ")");
-        }
-        // What each node's window serves, for reports (on every leader, whatever happened).
-        if (grid.world_rank() == 0) st->readers_per_node_.assign(num_nodes, 0);
-        const Status gathered =
-            MpiStatus(MPI_Gather(&st->readers_on_node_, 1, MPI_INT, st->readers_per_node_.data(), 1,
-                                 MPI_INT, 0, st->leaders_comm_),
-                      "MPI_Gather(readers per node)");
-        if (local.ok()) local = gathered;
-      }
-      // Peers read only after the leader filled the window (they sleep while it writes).
-      const Status filled = SleepyBarrier(st->node_comm_);
-      if (local.ok()) local = filled;
-      const Status told = MpiStatus(MPI_Bcast(&header[1], 1, MPI_UINT64_T, 0, st->node_comm_),
-                                    "MPI_Bcast(node digest)");
-      if (local.ok()) local = told;
-      st->digest_ = header[1];
-      st->bytes_ = std::span<const std::byte>(base, header[0]);
-    }
+    local = header[1] == 1
+                ? st->FillPerNode(grid, producer, reader_key, digest, nodes, &write_seconds)
+                : st->FillWhole(grid, producer, header[0], digest, nodes, &write_seconds);
   }
   GRIDFEED_RETURN_IF_ERROR(AgreeOnStatus(world, local, grid.world_rank()));
+  int num_nodes = st->num_nodes_;  // known on the leaders; world rank 0 tells everyone
   GRIDFEED_RETURN_IF_ERROR(
       MpiStatus(MPI_Bcast(&num_nodes, 1, MPI_INT, 0, world), "MPI_Bcast(node count)"));
   st->num_nodes_ = num_nodes;
   if (times) {
     times->build_seconds = build_seconds + write_seconds;
-    times->broadcast_seconds = watch.Lap() - write_seconds;
+    times->broadcast_seconds = split_seconds + watch.Lap() - write_seconds;
   }
   return st;
 }

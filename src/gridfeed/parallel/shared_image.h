@@ -2,6 +2,8 @@
 // memory of the reader ranks: a fixed header first ({status, size}) to every rank, then the
 // bytes to one leader per node, which checks the producer's digest; the node's other readers
 // map the same MPI shared-memory window, so memory per node does not grow with its ranks.
+// Either every node gets the same image (a broadcast among the leaders) or, when the producer
+// makes one per node, world rank 0 sends each leader its node's own, node after node.
 // What the bytes mean is the producer's business (order/'s table image); nothing is written to
 // a file.
 #pragma once
@@ -20,10 +22,13 @@
 namespace gridfeed::parallel {
 
 // What rank 0 hands over: the image size, and a function that writes it (once) into memory of
-// that size (8-byte aligned).
+// that size (8-byte aligned). Or, with `per_node`, each node an image of its own: that of the
+// node whose readers pass `keys` (Distribute's reader_key, in their node order), called on
+// world rank 0 once per node, world rank 0's node first; its errors end the job.
 struct ImageProducer {
   size_t size = 0;
   std::function<void(std::byte* dst)> write;
+  std::function<Result<ImageProducer>(const std::vector<int>& keys)> per_node;
 };
 
 // How readers are grouped into nodes (one shared window and one leader per node).
@@ -45,15 +50,18 @@ struct DistributeTimes {
 
 class SharedImage {
  public:
-  using MakeProducer = std::function<Result<ImageProducer>()>;
+  // Called with the number of nodes holding a window.
+  using MakeProducer = std::function<Result<ImageProducer>(int num_nodes)>;
   using Digest = uint64_t (*)(std::span<const std::byte>);
 
-  // Collective on grid.world(). `make` runs on world rank 0 only; `digest` on each node leader.
-  // Every rank returns the same status: rank 0's error ("rank 0 (table build): ..."), or a
-  // digest mismatch or MPI failure on any reader.
+  // Collective on grid.world(). `make` runs on world rank 0 only; `digest` on each node leader
+  // (of what it received) and on world rank 0 (of what it sent). Every rank returns the same
+  // status: rank 0's error ("rank 0 (table build): ..."), or a digest mismatch or MPI failure
+  // on any reader. `reader_key`: what this reader tells a per-node producer (e.g. its DP rank).
   static Result<std::unique_ptr<SharedImage>> Distribute(const Grid& grid, const MakeProducer& make,
                                                          Digest digest, DistributeTimes* times,
-                                                         const NodeSplit& nodes = {});
+                                                         const NodeSplit& nodes = {},
+                                                         int reader_key = 0);
   // Frees the window: collective over the readers of the node (all readers destroy together).
   // While an exception unwinds it frees nothing, so a rank never waits for peers alone.
   ~SharedImage();
@@ -74,6 +82,16 @@ class SharedImage {
 
  private:
   SharedImage() = default;
+  // The phases of Distribute on the readers (each collective as its comment in the .cc says).
+  Status SplitNodes(const Grid& grid, const NodeSplit& nodes);
+  Status AllocateWindow(MPI_Comm agree, int rank_name, uint64_t size, std::byte** base);
+  Status FillWhole(const Grid& grid, ImageProducer& producer, uint64_t size, Digest digest,
+                   const NodeSplit& nodes, double* write_seconds);
+  Status FillPerNode(const Grid& grid, ImageProducer& producer, int reader_key, Digest digest,
+                     const NodeSplit& nodes, double* write_seconds);
+  Status FinishNode(const Grid& grid, Digest digest, const NodeSplit& nodes, std::byte* base,
+                    uint64_t size, uint64_t expected, Status local);
+  int node_rank_ = 0;
   MPI_Comm node_comm_ = MPI_COMM_NULL;
   MPI_Comm leaders_comm_ = MPI_COMM_NULL;
   MPI_Win window_ = MPI_WIN_NULL;

@@ -10,6 +10,7 @@
 #include "gridfeed/core/check.h"
 #include "gridfeed/core/log.h"
 #include "gridfeed/io/mmap_file.h"
+#include "gridfeed/order/node_image.h"
 #include "gridfeed/order/table_image.h"
 #include "gridfeed/order/table_view.h"
 
@@ -71,9 +72,8 @@ class MegatronView final : public OrderView {
     const auto [k, j] = s.Locate(position);
     const auto& source = s.sources[k];
     AssembleSample(*bound_[i][k], source.tables, j, options_[i][k], out);
-    return MakeSampleRecord(
-        position, k, j, source.tables,
-        hash_tokens ? std::span<const int64_t>(out->tokens) : std::span<const int64_t>());
+    return Record(s, position, k, j,
+                  hash_tokens ? std::span<const int64_t>(out->tokens) : std::span<const int64_t>());
   }
 
   SampleRecord ReadFields(Split split, int64_t position, const FieldTargets& out, bool hash_tokens,
@@ -99,7 +99,7 @@ class MegatronView final : public OrderView {
         tokens = scratch->full_tokens;
       }
     }
-    return MakeSampleRecord(position, k, j, source.tables, tokens);
+    return Record(s, position, k, j, tokens);
   }
 
   bool is_blend(Split split) const override {
@@ -113,11 +113,11 @@ class MegatronView final : public OrderView {
     const auto [k, j] = s.Locate(position);
     const auto& source = s.sources[k];
     GatherWindow(*bound_[i][k], source.tables, j, options_[i][k].seq_length, window);
-    return MakeSampleRecord(position, k, j, source.tables, {});
+    return Record(s, position, k, j, {});
   }
 
   int SourceOf(Split split, int64_t position) const override {
-    return view_.splits[static_cast<int>(split)]->Locate(position).first;
+    return view_.splits[static_cast<int>(split)]->SourceAt(position);
   }
 
   std::vector<SourceInfo> Sources(Split split) const override {
@@ -132,6 +132,15 @@ class MegatronView final : public OrderView {
   }
 
  private:
+  // Row `j` of source `k`'s tables serves `position`; the record names the source's own sample
+  // (another number than `j` in a node image).
+  static SampleRecord Record(const SplitView& s, int64_t position, int k, int64_t j,
+                             std::span<const int64_t> tokens) {
+    SampleRecord r = MakeSampleRecord(position, k, j, s.sources[k].tables, tokens);
+    if (s.held_only) r.dataset_sample = s.SourceSample(position);
+    return r;
+  }
+
   // Per split and source, the open store (no map lookup per sample) and how its samples are
   // assembled (a source built at its own length: a mixture stage's seq_length).
   void Bind() {
@@ -191,6 +200,11 @@ class MegatronBuilt final : public BuiltOrder {
   std::unique_ptr<ImageWriter> TakeImage() override {
     view_.reset();
     return TableImageWriter::Create(std::move(built_));
+  }
+
+  Result<std::unique_ptr<ImageWriter>> NodeImage(Split split, std::vector<int64_t> held,
+                                                 bool keep_source_index) const override {
+    return NodeImageOf(built_, split, std::move(held), keep_source_index);
   }
 
  private:
