@@ -281,6 +281,9 @@ Result<std::unique_ptr<SharedImage>> SharedImage::Distribute(const Grid& grid,
                 ? st->FillPerNode(grid, producer, reader_key, digest, nodes, &write_seconds)
                 : st->FillWhole(grid, producer, header[0], digest, nodes, &write_seconds);
   }
+  // Ranks done early (non-readers; nodes filled before others) sleep until all are done.
+  const Status all_done = SleepyBarrier(world);
+  if (local.ok()) local = all_done;
   GRIDFEED_RETURN_IF_ERROR(AgreeOnStatus(world, local, grid.world_rank()));
   int num_nodes = st->num_nodes_;  // known on the leaders; world rank 0 tells everyone
   GRIDFEED_RETURN_IF_ERROR(
