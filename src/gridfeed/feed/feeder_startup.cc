@@ -126,10 +126,8 @@ Status Feeder::Impl::BuildAndShareTables() {
         GRIDFEED_ASSIGN_OR_RETURN(auto from, order::ReadSchedule::Create(s));
         facts[1] = s.start_consumed;
         parallel::ImageProducer p;
-        p.per_node = [this, built, from, first = true](const std::vector<int>& keys) mutable {
-          const bool world_node = first;  // world rank 0's node comes first
-          first = false;
-          return NodeProducer(built, from, keys, world_node);
+        p.per_node = [this, built, from](int node, const std::vector<int>& keys) {
+          return NodeProducer(built, from, keys, node == 0);
         };
         return p;
       }

@@ -1,9 +1,13 @@
 #include "gridfeed/parallel/shared_image.h"
 
+#include <algorithm>
 #include <cstring>
+#include <deque>
 #include <exception>
+#include <future>
 #include <new>
 #include <string>
+#include <thread>
 
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/parallel/agree.h"
@@ -13,6 +17,13 @@ namespace {
 
 // Point-to-point tags of the per-node exchange between world rank 0 and a node leader.
 constexpr int kTagHead = 701, kTagReady = 702, kTagImage = 703, kTagDigest = 704;
+
+// A node's image as world rank 0 made it, or why it could not.
+struct MadeImage {
+  Status status;
+  std::vector<std::byte> bytes;
+  uint64_t digest = 0;
+};
 
 std::span<std::byte> BytesOf(uint64_t* words, size_t n) {
   return std::as_writable_bytes(std::span<uint64_t>(words, n));
@@ -120,33 +131,49 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
   if (!local.ok()) return local;  // agreed on every reader, before any node waits alone
 
   Stopwatch busy;
-  // World rank 0: node l's image; an error (or an earlier node's) is kept in `made`.
-  Status made;
-  auto make = [&](int l) -> ImageProducer {
-    if (!made.ok()) return {};
+  // World rank 0: node l's image, written and digested (on a thread of its own for l > 0).
+  auto make = [&](int l) -> MadeImage {
+    MadeImage out;
     const std::vector<int> mine(keys.begin() + displs[l], keys.begin() + displs[l] + counts[l]);
-    Result<ImageProducer> r = Internal("no per-node image");
+    const std::string what = "node " + std::to_string(l) + "'s table image";
     try {
-      r = producer.per_node(mine);
+      Result<ImageProducer> r = producer.per_node(l, mine);
+      if (!r.ok()) {
+        out.status = r.status();
+      } else {
+        out.bytes.resize(r->size);  // 16-byte aligned
+        r->write(out.bytes.data());
+        out.digest = digest(out.bytes);
+      }
     } catch (const std::bad_alloc&) {
-      r = Internal("out of memory while making node " + std::to_string(l) + "'s table image");
+      out.status = Internal("out of memory while making " + what);
     } catch (const std::exception& e) {
-      r = Internal("while making node " + std::to_string(l) + "'s table image: " + e.what());
+      out.status = Internal("while making " + what + ": " + e.what());
     }
-    if (!r.ok()) {
-      made = r.status().WithContext("rank 0 (node " + std::to_string(l) + "'s table image)");
-      return {};
-    }
-    return std::move(r).value();
+    if (!out.status.ok()) out.status = out.status.WithContext("rank 0 (" + what + ")");
+    return out;
   };
+  // The other nodes' images are made ahead on up to max_ahead threads (as many images held).
+  std::deque<std::future<MadeImage>> ahead;
+  int next_ahead = 1;
+  const int max_ahead =
+      static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 8));
+  auto launch = [&] {
+    while (world0 && next_ahead < num_nodes_ && static_cast<int>(ahead.size()) < max_ahead) {
+      ahead.push_back(std::async(std::launch::async, make, next_ahead++));
+    }
+  };
+  launch();
+  Status made;  // world rank 0: the first node's failure; later nodes are told none was made
   // Every node: its size (head[0] = 1 when made), its window, then the bytes.
   uint64_t head[2] = {0, 0}, expected = 0;
   std::byte* base = nullptr;
-  ImageProducer own;
+  MadeImage own;
   if (world0) {
     own = make(0);
+    made = own.status;
     head[0] = made.ok() ? 1 : 0;
-    head[1] = own.size;
+    head[1] = own.bytes.size();
   } else if (node_rank_ == 0) {
     local = SleepyReceiveBytes(leaders_comm_, 0, kTagHead, BytesOf(head, 2));
   }
@@ -163,13 +190,16 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
   const bool allocated = local.ok();
   if (world0) {
     if (local.ok()) {
-      own.write(base);
-      expected = digest(std::span<const std::byte>(base, head[1]));
+      std::memcpy(base, own.bytes.data(), own.bytes.size());
+      expected = own.digest;
     }
-    own = ImageProducer();
+    own = MadeImage();
     for (int l = 1; l < num_nodes_; ++l) {
-      ImageProducer p = make(l);
-      uint64_t h[2] = {made.ok() ? uint64_t{1} : 0, p.size};
+      MadeImage p = ahead.front().get();
+      ahead.pop_front();
+      launch();
+      if (made.ok()) made = p.status;
+      uint64_t h[2] = {made.ok() ? uint64_t{1} : 0, p.bytes.size()};
       Status sent = SendBytes(leaders_comm_, l, kTagHead, BytesOf(h, 2));
       uint64_t ready = 0;
       if (sent.ok() && h[0] == 1) {
@@ -178,12 +208,8 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
             "MPI_Recv(node ready)");
       }
       if (sent.ok() && ready == 1) {
-        std::vector<std::byte> image(p.size);  // 16-byte aligned
-        p.write(image.data());
-        p = ImageProducer();
-        uint64_t d = digest(image);
-        sent = SendBytes(leaders_comm_, l, kTagImage, image);
-        if (sent.ok()) sent = SendBytes(leaders_comm_, l, kTagDigest, BytesOf(&d, 1));
+        sent = SendBytes(leaders_comm_, l, kTagImage, p.bytes);
+        if (sent.ok()) sent = SendBytes(leaders_comm_, l, kTagDigest, BytesOf(&p.digest, 1));
       }
       if (made.ok() && !sent.ok()) made = sent;
     }

@@ -22,13 +22,14 @@
 namespace gridfeed::parallel {
 
 // What rank 0 hands over: the image size, and a function that writes it (once) into memory of
-// that size (8-byte aligned). Or, with `per_node`, each node an image of its own: that of the
-// node whose readers pass `keys` (Distribute's reader_key, in their node order), called on
-// world rank 0 once per node, world rank 0's node first; its errors end the job.
+// that size (8-byte aligned). Or, with `per_node`, each node an image of its own: that of node
+// `node` (0 = world rank 0's), whose readers pass `keys` (Distribute's reader_key, in their node
+// order); called on world rank 0 once per node, from several threads at once (so it must be
+// thread safe); its errors end the job.
 struct ImageProducer {
   size_t size = 0;
   std::function<void(std::byte* dst)> write;
-  std::function<Result<ImageProducer>(const std::vector<int>& keys)> per_node;
+  std::function<Result<ImageProducer>(int node, const std::vector<int>& keys)> per_node;
 };
 
 // How readers are grouped into nodes (one shared window and one leader per node).
