@@ -247,6 +247,9 @@ void DeriveOptions(JobOptions* o);
 // Checks that need no world: every number in range (overflow-safe), choices, counts parse.
 // InvalidArgument names the flag.
 Status Validate(const JobOptions& o);
+// The part of Validate done row by row (option_table.cc): no value holds a NUL character; a
+// row with choices holds one of them.
+Status ValidateRowValues(const JobOptions& o);
 // Checks against the world size; returns the data-parallel size.
 Result<int64_t> ValidateGrid(const JobOptions& o, int64_t world_size);
 // The micro-batch size the feeder reads at DP size `dp`: --micro-batch-size, except for an OLMo
