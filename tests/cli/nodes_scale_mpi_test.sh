@@ -77,6 +77,22 @@ n=$(grep -c "^gridfeed run: error (rank [0-9]*): .*$want" "$WORK/corrupt.out" ||
 [ "$n" -eq 16 ] || { cat "$WORK/corrupt.out"; fail "expected '$want' on 16 ranks, got $n"; }
 echo "corrupted image on node 7 of 8: same error on 16 ranks, status $rc after ${elapsed}s"
 
+# 3b. World rank 0 fails to make one node's window image (node windows: the first node, rank 0's
+#     own, and a later one, while it works node by node): the same error on every one of the 16
+#     ranks, the job ends non-zero, no hang.
+for node in 0 5; do
+  set +e
+  run16 "failnode$node" --global-batch-size 64 --train-iters 2 --testing-ranks-per-node 2 \
+    --testing-fail-node-image "$node"
+  rc=$?
+  set -e
+  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || { cat "$WORK/failnode$node.out"; fail "node $node: rc $rc"; }
+  want="cannot make node $node's image (injected by test)"
+  n=$(grep -c "^gridfeed run: error (rank [0-9]*): .*$want" "$WORK/failnode$node.out" || true)
+  [ "$n" -eq 16 ] || { cat "$WORK/failnode$node.out"; fail "expected '$want' on 16 ranks, got $n"; }
+done
+echo "node image not made (node 0, node 5 of 8): same error on 16 ranks, no hang"
+
 # 4. bench --json at 8 simulated nodes (DP 16): 8 nodes; by default (--node-window auto: node
 #    windows on several nodes) the largest node window holds at most a quarter of the image
 #    (each node's two DP ranks read an eighth of the samples); with --node-window full it is

@@ -154,6 +154,9 @@ struct FeedOptions {
   // Tests only: the leader of this node (world rank / testing_ranks_per_node, else the leader's
   // index among the leaders) flips a byte of its image after the broadcast; -1 = off.
   int64_t testing_corrupt_image_node = -1;
+  // Tests only: world rank 0 fails to make this node's image (--node-window; node numbers as
+  // SharedImage's: 0 = world rank 0's node); -1 = off.
+  int64_t testing_fail_node_image = -1;
   // Tests only: device_broadcast moves the payload through host memory over MPI instead of
   // CUDA/NCCL (the same feeder code path, without a GPU).
   bool testing_device_loopback = false;

@@ -126,7 +126,13 @@ Status Feeder::Impl::BuildAndShareTables() {
         GRIDFEED_ASSIGN_OR_RETURN(auto from, order::ReadSchedule::Create(s));
         facts[1] = s.start_consumed;
         parallel::ImageProducer p;
-        p.per_node = [this, built, from](int node, const std::vector<int>& keys) {
+        p.per_node = [this, built, from](
+                         int node,
+                         const std::vector<int>& keys) -> Result<parallel::ImageProducer> {
+          if (node == options.feed.testing_fail_node_image) {
+            return Internal("cannot make node " + std::to_string(node) +
+                            "'s image (injected by test)");
+          }
           return NodeProducer(built, from, keys, node == 0);
         };
         return p;

@@ -150,7 +150,7 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
     } catch (const std::exception& e) {
       out.status = Internal("while making " + what + ": " + e.what());
     }
-    if (!out.status.ok()) out.status = out.status.WithContext("rank 0 (" + what + ")");
+    if (!out.status.ok()) out.status = out.status.WithContext(what);
     return out;
   };
   // The other nodes' images are made ahead on up to max_ahead threads (as many images held).
@@ -181,7 +181,8 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
   if (node.ok()) node = MpiStatus(MPI_Bcast(head, 2, MPI_UINT64_T, 0, node_comm_), "MPI_Bcast");
   if (local.ok()) local = node;
   if (local.ok() && head[0] == 0) {
-    local = Status(StatusCode::kAborted, "world rank 0 made no table image for this node");
+    local = world0 ? made
+                   : Status(StatusCode::kAborted, "world rank 0 made no table image for this node");
   }
   // The node takes one path, and agrees on its own allocation (a leader whose node has no
   // window tells world rank 0 so).
