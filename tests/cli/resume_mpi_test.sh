@@ -63,6 +63,22 @@ run 2 --train-iters 10 --resume "$WORK/ck_nw.h5" --node-window reads --testing-r
   --dump "$WORK/dp2nw" > "$WORK/nw.out" 2>&1 || { cat "$WORK/nw.out"; fail "resume with node windows"; }
 diff -r "$WORK/dp2" "$WORK/dp2nw" > /dev/null || fail "node windows: resumed data differs at DP 2"
 echo "resume with node windows at another DP size: the same data and cursor"
+# Splits with token files of their own: a checkpoint saved with node windows (which hold the
+# train split only) resumes on one node with the whole image, and the other way round; the
+# token files the cursor names are every split's either way.
+S=(--train-data-path corpora/corpus_u16 --valid-data-path corpora/corpus_i32
+   --test-data-path corpora/corpus_i32 --split 100,0,0 --seq-length 64 --train-samples 3000
+   --valid-samples 100 --test-samples 20 --micro-batch-size 2 --global-batch-size 8)
+mpirun -n 4 --oversubscribe "$GRIDFEED" run "${S[@]}" --train-iters 3 --save "$WORK/ck_split_nw.h5" \
+  --testing-ranks-per-node 1 > "$WORK/nw.out" 2>&1 || { cat "$WORK/nw.out"; fail "save, node windows"; }
+mpirun -n 4 --oversubscribe "$GRIDFEED" run "${S[@]}" --train-iters 3 --save "$WORK/ck_split.h5" \
+  > "$WORK/nw.out" 2>&1 || { cat "$WORK/nw.out"; fail "save, whole image"; }
+mpirun -n 4 --oversubscribe "$GRIDFEED" run "${S[@]}" --train-iters 5 --resume "$WORK/ck_split_nw.h5" \
+  > "$WORK/nw.out" 2>&1 || { cat "$WORK/nw.out"; fail "node-window checkpoint resumed on one node"; }
+mpirun -n 4 --oversubscribe "$GRIDFEED" run "${S[@]}" --train-iters 5 --resume "$WORK/ck_split.h5" \
+  --testing-ranks-per-node 1 > "$WORK/nw.out" 2>&1 ||
+  { cat "$WORK/nw.out"; fail "whole-image checkpoint resumed with node windows"; }
+echo "splits with their own token files: checkpoints resume across --node-window modes"
 
 expect_error() {  # pattern, args...
   local pattern=$1; shift

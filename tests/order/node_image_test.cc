@@ -59,6 +59,7 @@ void ExpectSameSamples(const BuiltDatasets& built, std::vector<int64_t> held) {
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   const SplitView& n = *parsed->splits[0];
   EXPECT_TRUE(n.held_only);
+  EXPECT_EQ(parsed->prefixes, whole.prefixes);  // the same stores opened and proved
   EXPECT_EQ(n.length, w.length);
   EXPECT_FALSE(parsed->splits[1].has_value());
   std::vector<char> is_held(static_cast<size_t>(w.length), 0);

@@ -40,6 +40,7 @@ Result<std::unique_ptr<ImageWriter>> NodeImageOf(const BuiltDatasets& built, Spl
   const SplitView& v = *whole.splits[i];
   HeldPositions extra;
   extra.split = split;
+  extra.prefixes = whole.prefixes;
   extra.run_index.push_back(0);
   for (size_t n = 0; n < held.size(); ++n) {
     if (held[n] < 0 || held[n] >= v.length || (n > 0 && held[n] <= held[n - 1])) {

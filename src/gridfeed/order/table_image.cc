@@ -156,6 +156,12 @@ Status ParseHeld(std::span<const std::byte> data, const nlohmann::json& js, Spli
   if (!s->source_index.empty() && s->source_index.size() != static_cast<size_t>(s->length)) {
     return DataLoss("table image: source_index does not cover the split");
   }
+  for (const int32_t k : s->source_index) {
+    if (k < 0 || static_cast<size_t>(k) >= s->sources.size()) {
+      return DataLoss("table image: source_index names source " + std::to_string(k) + " of " +
+                      std::to_string(s->sources.size()));
+    }
+  }
   for (const auto& source : s->sources) {
     if (!source.tables.held) return DataLoss("table image: a node image with a whole table");
   }
@@ -248,7 +254,9 @@ std::unique_ptr<TableImageWriter> TableImageWriter::Create(BuiltDatasets&& built
     }
     splits.push_back(js);
   }
-  p.directory = nlohmann::json({{"splits", splits}}).dump();
+  nlohmann::json dir = {{"splits", splits}};
+  if (p.held) dir["prefixes"] = p.held->prefixes;
+  p.directory = dir.dump();
   p.head = Align8(kDirectoryOffset + p.directory.size());
   return w;
 }
@@ -353,8 +361,24 @@ Result<TableView> ParseTableImage(std::span<const std::byte> image) {
             s.dataset_sample_index,
             ArrayAt<int64_t>(data, js.at("dataset_sample_index"), "dataset_sample_index"));
       }
-      if (js.contains("run_begin")) GRIDFEED_RETURN_IF_ERROR(ParseHeld(data, js, &s));
+      if (js.contains("run_begin")) {
+        GRIDFEED_RETURN_IF_ERROR(ParseHeld(data, js, &s));
+      } else {
+        for (const auto& source : s.sources) {
+          if (source.tables.held) return DataLoss("table image: held tables in a whole split");
+        }
+      }
       out.splits[i] = std::move(s);
+    }
+    // A node image names every store of the whole order; its splits' are among them.
+    if (dir.contains("prefixes")) {
+      auto all = dir["prefixes"].get<std::vector<std::string>>();
+      for (const auto& prefix : out.prefixes) {
+        if (std::find(all.begin(), all.end(), prefix) == all.end()) {
+          return DataLoss("table image: store '" + prefix + "' missing from the directory");
+        }
+      }
+      out.prefixes = std::move(all);
     }
   } catch (const nlohmann::json::exception& e) {
     return DataLoss(std::string("table image: malformed directory (") + e.what() + ")");

@@ -40,6 +40,9 @@ struct HeldSource {
 // (blended splits), where kept the whole split's dataset_index, and each source's held tables.
 struct HeldPositions {
   Split split = Split::kTrain;
+  // Every token store of the whole order (TableView::prefixes): a node reads one split, but it
+  // opens and proves the same files as the whole image's readers, so checkpoints agree.
+  std::vector<std::string> prefixes;
   std::vector<int64_t> run_begin, run_index, held_sample;
   std::vector<int32_t> source_index;
   std::vector<HeldSource> sources;
