@@ -5,11 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "gridfeed/order/read_schedule.h"
 #include "gridfeed/order/sample.h"
 #include "gridfeed/order/sample_record.h"
 #include "gridfeed/order/table_image.h"
@@ -161,6 +163,33 @@ TEST(NodeImage, RefusesUnsortedPositionsAndDamage) {
   EXPECT_EQ(damaged.status().code(), StatusCode::kDataLoss);
   EXPECT_NE(damaged.status().message().find("held run 0"), std::string::npos)
       << damaged.status().ToString();
+}
+
+// What a node's image holds: ReadSchedule::PositionsOf against the one rule of who reads a
+// position (OwnerOf), for random geometries, starts and sets of DP ranks.
+TEST(NodeImage, PositionsAreThoseTheRanksRead) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 200; ++trial) {
+    ScheduleOptions o;
+    o.micro_batch_size = 1 + static_cast<int64_t>(rng() % 4);
+    o.dp_size = 1 + static_cast<int64_t>(rng() % 9);
+    o.global_batch_size = o.micro_batch_size * o.dp_size * (1 + static_cast<int64_t>(rng() % 3));
+    o.total_samples = static_cast<int64_t>(rng() % 300);
+    o.start_consumed = static_cast<int64_t>(rng() % 100);
+    auto schedule = ReadSchedule::Create(o);
+    ASSERT_TRUE(schedule.ok()) << schedule.status().ToString();
+    std::vector<int> ranks;
+    for (int r = 0; r < o.dp_size; ++r) {
+      if (rng() % 3 == 0) ranks.push_back(r);
+    }
+    if (!ranks.empty()) ranks.push_back(ranks.front());  // a rank twice (two stages) counts once
+    std::vector<int64_t> want;
+    for (int64_t p = 0; p < o.total_samples; ++p) {
+      const auto owner = schedule->OwnerOf(p);
+      if (owner && std::count(ranks.begin(), ranks.end(), owner->dp_rank) > 0) want.push_back(p);
+    }
+    ASSERT_EQ(schedule->PositionsOf(ranks), want) << "trial " << trial;
+  }
 }
 
 }  // namespace

@@ -79,17 +79,21 @@ std::optional<ReadSchedule::Owner> ReadSchedule::OwnerOf(int64_t position) const
 
 std::vector<int64_t> ReadSchedule::PositionsOf(const std::vector<int>& dp_ranks) const {
   GRIDFEED_CHECK(o_.type == DataloaderType::kSingle);
-  std::vector<char> mine(static_cast<size_t>(o_.dp_size), 0);
+  std::vector<int64_t> mine;
   for (int r : dp_ranks) {
-    if (r >= 0 && r < o_.dp_size) mine[static_cast<size_t>(r)] = 1;
+    if (r >= 0 && r < o_.dp_size) mine.push_back(r);
   }
-  // Step by step, each chosen rank's micro-batch is one run of positions.
+  std::sort(mine.begin(), mine.end());
+  mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+  // Step by step, each chosen rank's micro-batch is one run of positions: the cost is this
+  // node's steps x ranks, not the whole schedule's (rank 0 asks once per node).
   std::vector<int64_t> out;
+  out.reserve(static_cast<size_t>(num_steps_) * mine.size() *
+              static_cast<size_t>(o_.micro_batch_size));
   const int64_t per_step = samples_per_step();
   for (int64_t step = 0; step < num_steps_; ++step) {
     const int64_t first = o_.start_consumed + step * per_step;
-    for (int64_t r = 0; r < o_.dp_size; ++r) {
-      if (!mine[static_cast<size_t>(r)]) continue;
+    for (const int64_t r : mine) {
       const int64_t begin = first + r * o_.micro_batch_size;
       const int64_t end = std::min(begin + o_.micro_batch_size, o_.total_samples);
       for (int64_t p = begin; p < end; ++p) out.push_back(p);
