@@ -87,7 +87,7 @@ int64_t Feeder::Impl::ExpectedStart() const {
 }
 
 // Rank 0's image of a node whose readers are the DP ranks `keys`: the positions the schedule
-// gives them from `start` (order/node_image.h).
+// `from` gives them from its start on (order/node_image.h).
 Result<parallel::ImageProducer> Feeder::Impl::NodeProducer(
     const std::shared_ptr<order::BuiltOrder>& built, const order::ReadSchedule& from,
     const std::vector<int>& keys, bool world_node) const {
