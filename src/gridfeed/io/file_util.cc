@@ -17,6 +17,12 @@
 #include <utility>
 
 namespace gridfeed::io {
+
+struct TempSlot {
+  std::atomic<int> state{0};
+  char path[4096];
+};
+
 namespace {
 
 std::string Errno(int err) { return std::strerror(err); }
@@ -52,37 +58,78 @@ Status FsyncDir(const std::string& dir) {
 }
 
 // Names of live temporaries, read by the signal handler. A slot is free (0), being written (1)
-// or holds a name (2); the handler only reads slots in state 2.
-constexpr int kSlots = 256;
-struct Slot {
-  std::atomic<int> state{0};
-  char path[4096];
+// or holds a name (2); the handler only reads slots in state 2. Slots come in chunks that are
+// allocated when every earlier chunk is full and never freed, so a writer of thousands of files
+// (PublishAll) keeps every temporary registered and the handler walks a list that only grows.
+constexpr int kSlotsPerChunk = 64;
+struct SlotChunk {
+  TempSlot slots[kSlotsPerChunk];
+  std::atomic<SlotChunk*> next{nullptr};
 };
-Slot g_slots[kSlots];
+SlotChunk g_first_chunk;
 
-int RegisterTemp(const std::string& path) {
-  if (path.size() >= sizeof(Slot::path)) return -1;
-  for (int i = 0; i < kSlots; ++i) {
+std::atomic<SlotChunk*> g_hint{&g_first_chunk};  // where the last registration found room
+
+TempSlot* TryClaim(SlotChunk* c, const std::string& path) {
+  for (TempSlot& s : c->slots) {
     int expected = 0;
-    if (g_slots[i].state.compare_exchange_strong(expected, 1)) {
-      std::memcpy(g_slots[i].path, path.c_str(), path.size() + 1);
-      g_slots[i].state.store(2, std::memory_order_release);
-      return i;
+    if (s.state.load(std::memory_order_relaxed) == 0 &&
+        s.state.compare_exchange_strong(expected, 1)) {
+      std::memcpy(s.path, path.c_str(), path.size() + 1);
+      s.state.store(2, std::memory_order_release);
+      return &s;
     }
   }
-  return -1;  // full: this temporary is not removed on a signal
+  return nullptr;
 }
 
-void UnregisterTemp(int slot) {
-  if (slot >= 0) g_slots[slot].state.store(0, std::memory_order_release);
+TempSlot* RegisterTemp(const std::string& path) {
+  if (path.size() >= sizeof(TempSlot::path)) return nullptr;  // not removed on a signal
+  // From the hint to the tail, then from the first chunk to the hint: thousands of live
+  // temporaries do not make each registration scan every taken slot.
+  SlotChunk* const start = g_hint.load(std::memory_order_acquire);
+  SlotChunk* tail = start;
+  for (SlotChunk* c = start; c != nullptr; c = c->next.load(std::memory_order_acquire)) {
+    if (TempSlot* s = TryClaim(c, path)) {
+      g_hint.store(c, std::memory_order_release);
+      return s;
+    }
+    tail = c;
+  }
+  for (SlotChunk* c = &g_first_chunk; c != start; c = c->next.load(std::memory_order_acquire)) {
+    if (TempSlot* s = TryClaim(c, path)) return s;
+  }
+  // Every slot taken: append a chunk. It lives as long as the process (the handler may read it).
+  for (SlotChunk* c = tail;;) {
+    SlotChunk* next = c->next.load(std::memory_order_acquire);
+    if (next == nullptr) {
+      auto* fresh = new SlotChunk;
+      if (c->next.compare_exchange_strong(next, fresh, std::memory_order_acq_rel)) {
+        next = fresh;
+      } else {
+        delete fresh;  // another thread appended first; `next` is its chunk
+      }
+    }
+    if (TempSlot* s = TryClaim(next, path)) {
+      g_hint.store(next, std::memory_order_release);
+      return s;
+    }
+    c = next;
+  }
+}
+
+void UnregisterTemp(TempSlot* slot) {
+  if (slot != nullptr) slot->state.store(0, std::memory_order_release);
 }
 
 constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP};
 struct sigaction g_previous[std::size(kCleanupSignals)];
 
 extern "C" void RemoveTempsAndReraise(int sig) {
-  for (auto& s : g_slots) {
-    if (s.state.load(std::memory_order_acquire) == 2) ::unlink(s.path);
+  for (SlotChunk* c = &g_first_chunk; c != nullptr; c = c->next.load(std::memory_order_acquire)) {
+    for (TempSlot& s : c->slots) {
+      if (s.state.load(std::memory_order_acquire) == 2) ::unlink(s.path);
+    }
   }
   for (size_t i = 0; i < std::size(kCleanupSignals); ++i) {
     if (kCleanupSignals[i] == sig) ::sigaction(sig, &g_previous[i], nullptr);
@@ -117,24 +164,43 @@ TempFile::TempFile(TempFile&& o) noexcept
     : target_(std::move(o.target_)),
       path_(std::move(o.path_)),
       fd_(std::exchange(o.fd_, -1)),
-      slot_(std::exchange(o.slot_, -1)),
-      done_(std::exchange(o.done_, true)) {}
+      slot_(std::exchange(o.slot_, nullptr)),
+      done_(std::exchange(o.done_, true)),
+      synced_(std::exchange(o.synced_, false)) {}
 
 TempFile::~TempFile() { Discard(); }
 
-Status TempFile::Close() {
+Status TempFile::CloseUnsynced() {
   if (fd_ < 0) return Status::Ok();
-  const int fd = std::exchange(fd_, -1);
+  // Start the writeback now so that a later fsync mostly waits for work already under way.
+  ::sync_file_range(fd_, 0, 0, SYNC_FILE_RANGE_WRITE);
+  if (::close(std::exchange(fd_, -1)) != 0) {
+    return IoError("cannot close '" + path_ + "': " + Errno(errno));
+  }
+  return Status::Ok();
+}
+
+Status TempFile::Close() {
+  if (synced_) return Status::Ok();
+  if (done_) return Internal("Close of a finished temporary for '" + target_ + "'");
+  // After CloseUnsynced the file is synced through a new descriptor: the page cache holds its
+  // data by inode, and Linux reports a writeback error to a new opener that nobody has seen.
+  const bool reopened = fd_ < 0;
+  const int fd = reopened ? ::open(path_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : fd_;
+  if (fd < 0) return IoError("cannot reopen '" + path_ + "' to fsync: " + Errno(errno));
+  fd_ = -1;
   if (::fsync(fd) != 0) {
     const int err = errno;
     ::close(fd);
     return IoError("cannot fsync '" + path_ + "': " + Errno(err));
   }
-  if (::close(fd) != 0) return IoError("cannot close '" + path_ + "': " + Errno(errno));
+  if (::close(fd) != 0 && !reopened)
+    return IoError("cannot close '" + path_ + "': " + Errno(errno));
+  synced_ = true;
   return Status::Ok();
 }
 
-Status TempFile::Publish() {
+Status TempFile::Publish(bool sync_dir) {
   if (done_) return Internal("Publish of a finished temporary for '" + target_ + "'");
   Status st = Close();
   if (st.ok() && ::rename(path_.c_str(), target_.c_str()) != 0) {
@@ -145,15 +211,17 @@ Status TempFile::Publish() {
     return st;
   }
   done_ = true;
-  UnregisterTemp(std::exchange(slot_, -1));
-  return FsyncDir(DirOf(target_));
+  UnregisterTemp(std::exchange(slot_, nullptr));
+  return sync_dir ? FsyncDir(DirOf(target_)) : Status::Ok();
 }
+
+Status TempFile::SyncDir(const std::string& dir) { return FsyncDir(dir); }
 
 void TempFile::Discard() {
   if (fd_ >= 0) ::close(std::exchange(fd_, -1));
   if (!done_) ::unlink(path_.c_str());
   done_ = true;
-  UnregisterTemp(std::exchange(slot_, -1));
+  UnregisterTemp(std::exchange(slot_, nullptr));
 }
 
 Result<AtomicFile> AtomicFile::Create(const std::string& path) {

@@ -15,6 +15,8 @@
 
 namespace gridfeed::io {
 
+struct TempSlot;  // file_util.cc: a temporary's name, read by the signal handler
+
 // An exclusively created, empty temporary file next to `target`, open for writing (fd()).
 // Publish() fsyncs and closes it, renames it over `target` and fsyncs the directory. Until then
 // the destructor (and a signal, see RemoveTempFilesOnSignal) removes it. For writers that need a
@@ -33,8 +35,14 @@ class TempFile {
   const std::string& target() const { return target_; }
   // fsync + close; idempotent. IoError naming the file on failure.
   Status Close();
-  // Close(), rename over target, fsync the directory. On failure the temporary is removed.
-  Status Publish();
+  // Starts the writeback and closes without waiting for it; a later Close() or Publish() fsyncs
+  // through a new descriptor. For writers of many files (PublishAll): no descriptor stays open.
+  Status CloseUnsynced();
+  // Close(), rename over target and (with `sync_dir`) fsync the directory. On failure the
+  // temporary is removed.
+  Status Publish(bool sync_dir = true);
+  // Directory fsync of a published target's folder (PublishAll does it once per folder).
+  static Status SyncDir(const std::string& dir);
   // Removes the temporary now (nothing happens after Publish).
   void Discard();
 
@@ -43,8 +51,9 @@ class TempFile {
   std::string target_;
   std::string path_;
   int fd_ = -1;
-  int slot_ = -1;      // signal-cleanup registration
-  bool done_ = false;  // published or discarded
+  TempSlot* slot_ = nullptr;  // signal-cleanup registration
+  bool done_ = false;         // published or discarded
+  bool synced_ = false;       // fsynced and closed
 };
 
 // Buffered writes to a TempFile. Every write, the fsync and the close are checked; the first

@@ -3,7 +3,7 @@
 #include <regex>
 
 #include "gridfeed/core/parse.h"
-#include "gridfeed/io/file_util.h"
+#include "gridfeed/io/publish_all.h"
 
 namespace gridfeed::io {
 namespace {
@@ -124,8 +124,9 @@ Result<NpyArray> ReadNpy(const std::string& path) {
   return ParseNpy(std::as_bytes(std::span(contents.data(), contents.size())), path);
 }
 
-Status WriteNpy(const std::string& path, const std::string& descr,
-                const std::vector<int64_t>& shape, const void* data, size_t size_bytes) {
+Result<TempFile> WriteNpyTemp(const std::string& path, const std::string& descr,
+                              const std::vector<int64_t>& shape, const void* data,
+                              size_t size_bytes) {
   std::string dims;
   for (size_t i = 0; i < shape.size(); ++i) {
     dims += std::to_string(shape[i]);
@@ -144,10 +145,15 @@ Status WriteNpy(const std::string& path, const std::string& descr,
   out += static_cast<char>(header.size() & 0xff);
   out += static_cast<char>((header.size() >> 8) & 0xff);
   out += header;
-  GRIDFEED_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(path));
-  GRIDFEED_RETURN_IF_ERROR(f.Write(out.data(), out.size()));
-  GRIDFEED_RETURN_IF_ERROR(f.Write(data, size_bytes));
-  return f.Commit();
+  const std::span<const std::byte> parts[] = {std::as_bytes(std::span(out)),
+                                              {static_cast<const std::byte*>(data), size_bytes}};
+  return WriteTemp(path, parts);
+}
+
+Status WriteNpy(const std::string& path, const std::string& descr,
+                const std::vector<int64_t>& shape, const void* data, size_t size_bytes) {
+  GRIDFEED_ASSIGN_OR_RETURN(TempFile f, WriteNpyTemp(path, descr, shape, data, size_bytes));
+  return f.Publish();
 }
 
 }  // namespace gridfeed::io

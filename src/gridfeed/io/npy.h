@@ -10,6 +10,7 @@
 
 #include "gridfeed/core/page_array.h"
 #include "gridfeed/core/status.h"
+#include "gridfeed/io/file_util.h"
 
 namespace gridfeed::io {
 
@@ -84,8 +85,13 @@ Result<NpyArray> ReadNpy(const std::string& path);
 // Parses a whole .npy image held in memory; `path` is used in messages.
 Result<NpyArray> ParseNpy(std::span<const std::byte> bytes, const std::string& path);
 
+// Writes a .npy file atomically (a temporary, fsynced, renamed over `path`).
 Status WriteNpy(const std::string& path, const std::string& descr,
                 const std::vector<int64_t>& shape, const void* data, size_t size_bytes);
+// The same file as an unpublished temporary (WriteTemp), for PublishAll.
+Result<TempFile> WriteNpyTemp(const std::string& path, const std::string& descr,
+                              const std::vector<int64_t>& shape, const void* data,
+                              size_t size_bytes);
 
 template <typename T>
 Status WriteNpy(const std::string& path, std::span<const T> values,

@@ -1,0 +1,68 @@
+#include "gridfeed/io/publish_all.h"
+
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <set>
+#include <thread>
+
+namespace gridfeed::io {
+
+Result<TempFile> WriteTemp(const std::string& target,
+                           std::span<const std::span<const std::byte>> parts) {
+  GRIDFEED_ASSIGN_OR_RETURN(TempFile tmp, TempFile::Create(target));
+  for (std::span<const std::byte> part : parts) {
+    // Straight from the caller's memory: no copy through a buffer.
+    const std::byte* p = part.data();
+    size_t left = part.size();
+    while (left > 0) {
+      const ssize_t n = ::write(tmp.fd(), p, std::min<size_t>(left, size_t{1} << 30));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        return IoError("cannot write '" + tmp.path() +
+                       "': " + (n < 0 ? std::strerror(errno) : std::string("no progress")));
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+  }
+  GRIDFEED_RETURN_IF_ERROR(tmp.CloseUnsynced());
+  return tmp;
+}
+
+Status PublishAll(std::vector<TempFile>& files, int threads) {
+  std::vector<Status> synced(files.size());
+  std::atomic<size_t> next{0};
+  auto sync = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < files.size();) synced[i] = files[i].Close();
+  };
+  {
+    const size_t n = std::clamp<size_t>(static_cast<size_t>(std::max(threads, 1)), 1, files.size());
+    std::vector<std::jthread> pool;
+    for (size_t t = 1; t < n; ++t) pool.emplace_back(sync);
+    sync();
+  }
+  Status first;
+  std::set<std::string> folders;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (first.ok() && !synced[i].ok()) first = synced[i];
+    if (!first.ok()) {
+      files[i].Discard();
+      continue;
+    }
+    const std::string& target = files[i].target();
+    const size_t slash = target.rfind('/');
+    folders.insert(slash == std::string::npos ? "." : slash == 0 ? "/" : target.substr(0, slash));
+    if (Status st = files[i].Publish(/*sync_dir=*/false); !st.ok()) first = st;
+  }
+  for (const std::string& f : folders) {
+    if (Status st = TempFile::SyncDir(f); !st.ok() && first.ok()) first = st;
+  }
+  return first;
+}
+
+}  // namespace gridfeed::io

@@ -1,0 +1,32 @@
+// Publication of many files at once (an offline tool's output folder: thousands of tables for a
+// thousand-file blend). Each file still appears complete or not at all: it is written to its
+// own exclusive temporary (TempFile), and only fsynced temporaries are renamed. What changes is
+// the cost: one fsync and one directory fsync per file force one journal commit each (about
+// 8 ms per file on a virtual disk), while fsyncs issued together from several threads share
+// commits, and each folder is fsynced once after its renames.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gridfeed/core/status.h"
+#include "gridfeed/io/file_util.h"
+
+namespace gridfeed::io {
+
+// Writes `parts` (one after the other) to a new temporary beside `target` and closes it
+// unsynced (CloseUnsynced: the writeback starts, no descriptor stays open). The caller
+// publishes it with PublishAll or TempFile::Publish; until then the temporary is removed by its
+// destructor or a signal. Every write and the close are checked; IoError names the file.
+Result<TempFile> WriteTemp(const std::string& target,
+                           std::span<const std::span<const std::byte>> parts);
+
+// fsyncs every temporary on up to `threads` threads, then renames each over its target (in
+// the order given) and fsyncs each target folder once. On the first failure (a sync, a rename
+// or a folder sync) it stops renaming and removes the temporaries not yet renamed; files
+// already renamed stay, complete. Returns the first error. Not thread safe over `files`.
+Status PublishAll(std::vector<TempFile>& files, int threads = 8);
+
+}  // namespace gridfeed::io
