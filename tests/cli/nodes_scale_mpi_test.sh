@@ -5,7 +5,8 @@
 # node) and DP 16 (two readers on every node): run reports 8 windows with the expected readers
 # and the dumps of all 16 ranks are byte-identical to the real node's; a dump of other data
 # (consumed samples 12 instead of 8) does differ, so the comparison can fail; a corrupted image
-# on the last node's leader is the same error on all 16 ranks; `bench --json` at 8 nodes
+# on the last node's leader, a node image rank 0 fails to make and a leader's failed receive are
+# each the same error on all 16 ranks; `bench --json` at 8 nodes
 # reports 8 nodes and node windows of at most a quarter of the image at DP 16 (the whole image
 # with --node-window full); node windows on 1 and 16 nodes read what the whole image reads.
 set -euo pipefail
@@ -92,6 +93,20 @@ for node in 0 5; do
   [ "$n" -eq 16 ] || { cat "$WORK/failnode$node.out"; fail "expected '$want' on 16 ranks, got $n"; }
 done
 echo "node image not made (node 0, node 5 of 8): same error on 16 ranks, no hang"
+
+# 3c. A node leader's receive of its window size fails (node 3, leader world rank 6) while world
+#     rank 0 waits for the node's answer: the leader still answers, the job ends non-zero with
+#     the leader's error on every one of the 16 ranks, no hang.
+set +e
+run16 failrecv --global-batch-size 64 --train-iters 2 --testing-ranks-per-node 2 \
+  --testing-fail-node-receive 3
+rc=$?
+set -e
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || { cat "$WORK/failrecv.out"; fail "failed receive: rc $rc"; }
+want="rank 6: cannot receive this node's image size (injected by test)"
+n=$(grep -c "^gridfeed run: error (rank [0-9]*): .*$want" "$WORK/failrecv.out" || true)
+[ "$n" -eq 16 ] || { cat "$WORK/failrecv.out"; fail "expected '$want' on 16 ranks, got $n"; }
+echo "node 3's leader failed to receive its size: same error on 16 ranks, no hang"
 
 # 4. bench --json at 8 simulated nodes (DP 16): 8 nodes; by default (--node-window auto: node
 #    windows on several nodes) the largest node window holds at most a quarter of the image

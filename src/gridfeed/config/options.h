@@ -157,6 +157,9 @@ struct FeedOptions {
   // Tests only: world rank 0 fails to make this node's image (--node-window; node numbers as
   // SharedImage's: 0 = world rank 0's node); -1 = off.
   int64_t testing_fail_node_image = -1;
+  // Tests only: the leader of this node (not world rank 0's) fails as if its receive of the
+  // node's image size had failed; -1 = off.
+  int64_t testing_fail_node_receive = -1;
   // Tests only: device_broadcast moves the payload through host memory over MPI instead of
   // CUDA/NCCL (the same feeder code path, without a GPU).
   bool testing_device_loopback = false;

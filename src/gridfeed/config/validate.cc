@@ -325,6 +325,8 @@ Result<int64_t> ValidateGrid(const JobOptions& o, int64_t world_size) {
                                  -1, world_size - 1, "in [-1, world size)"));
   GRIDFEED_RETURN_IF_ERROR(Range("testing-fail-node-image", o.feed.testing_fail_node_image, -1,
                                  world_size - 1, "in [-1, world size)"));
+  GRIDFEED_RETURN_IF_ERROR(Range("testing-fail-node-receive", o.feed.testing_fail_node_receive, -1,
+                                 world_size - 1, "in [-1, world size)"));
   const int64_t mbs = FeederMicroBatchSize(o, dp);
   const int64_t step = mbs * dp;  // both below 2^40 and 2^24: no overflow
   const int64_t gbs = o.batch.global_batch_size ? o.batch.global_batch_size : step;

@@ -92,7 +92,9 @@ Status AgreeOnStatus(MPI_Comm comm, const Status& local, int rank_name) {
   if (first == INT_MAX) return Status::Ok();
   int name = rank_name;
   GRIDFEED_RETURN_IF_ERROR(MpiStatus(MPI_Bcast(&name, 1, MPI_INT, first, comm), "MPI_Bcast"));
-  Status s = local.ok() ? Status() : local.WithContext("rank " + std::to_string(name));
+  // A status agreed before (on a node, then on the world) names its rank once.
+  const std::string tag = "rank " + std::to_string(name);
+  Status s = local.ok() || local.message().starts_with(tag + ": ") ? local : local.WithContext(tag);
   return BroadcastStatus(comm, first, s);
 }
 

@@ -176,6 +176,11 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
     head[1] = own.bytes.size();
   } else if (node_rank_ == 0) {
     local = SleepyReceiveBytes(leaders_comm_, 0, kTagHead, BytesOf(head, 2));
+    if (local.ok() && NodeNumber(grid, nodes) == nodes.fail_receive_node) {
+      head[0] = head[1] = 0;  // as if nothing arrived
+      local =
+          Status(StatusCode::kAborted, "cannot receive this node's image size (injected by test)");
+    }
   }
   Status node = SleepyBarrier(node_comm_);  // peers sleep while their leader waits
   if (node.ok()) node = MpiStatus(MPI_Bcast(head, 2, MPI_UINT64_T, 0, node_comm_), "MPI_Bcast");
@@ -202,13 +207,15 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
       if (made.ok()) made = p.status;
       uint64_t h[2] = {made.ok() ? uint64_t{1} : 0, p.bytes.size()};
       Status sent = SendBytes(leaders_comm_, l, kTagHead, BytesOf(h, 2));
+      // Every leader answers, whatever it received: one whose receive failed does not know
+      // whether this rank waits, so this rank always does.
       uint64_t ready = 0;
-      if (sent.ok() && h[0] == 1) {
+      if (sent.ok()) {
         sent = MpiStatus(
             MPI_Recv(&ready, 1, MPI_UINT64_T, l, kTagReady, leaders_comm_, MPI_STATUS_IGNORE),
             "MPI_Recv(node ready)");
       }
-      if (sent.ok() && ready == 1) {
+      if (sent.ok() && h[0] == 1 && ready == 1) {
         sent = SendBytes(leaders_comm_, l, kTagImage, p.bytes);
         if (sent.ok()) sent = SendBytes(leaders_comm_, l, kTagDigest, BytesOf(&p.digest, 1));
       }
@@ -217,9 +224,9 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
     producer = ImageProducer();  // frees the tables
     if (local.ok()) local = made;
     *write_seconds = busy.Seconds();
-  } else if (node_rank_ == 0 && head[0] == 1) {
-    // World rank 0 waits for this answer whenever it told this node a size.
-    uint64_t ready = allocated ? 1 : 0;
+  } else if (node_rank_ == 0) {
+    // World rank 0 waits for this answer from every leader (a failed receive included).
+    uint64_t ready = allocated && head[0] == 1 ? 1 : 0;
     const Status told = SendBytes(leaders_comm_, 0, kTagReady, BytesOf(&ready, 1));
     if (local.ok()) local = told;
     if (local.ok()) {
@@ -233,12 +240,18 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
 // Collective over the readers (every reader, whatever `local` says): the leader checks its
 // copy's digest, the leaders report their readers to world rank 0, the node's peers read only
 // after their leader filled the window (they sleep while it writes) and learn its digest.
+// A leader's node number: world rank / ranks per node when simulated, else its leader index.
+int SharedImage::NodeNumber(const Grid& grid, const NodeSplit& nodes) const {
+  if (nodes.ranks_per_node > 0) return grid.world_rank() / nodes.ranks_per_node;
+  int node = 0;
+  MPI_Comm_rank(leaders_comm_, &node);
+  return node;
+}
+
 Status SharedImage::FinishNode(const Grid& grid, Digest digest, const NodeSplit& nodes,
                                std::byte* base, uint64_t size, uint64_t expected, Status local) {
   if (node_rank_ == 0) {
-    int node = 0;
-    MPI_Comm_rank(leaders_comm_, &node);
-    if (nodes.ranks_per_node > 0) node = grid.world_rank() / nodes.ranks_per_node;
+    const int node = NodeNumber(grid, nodes);
     if (local.ok() && node == nodes.corrupt_node && size > 0) {
       base[size / 2] ^= std::byte{0xff};  // injected by a test
     }

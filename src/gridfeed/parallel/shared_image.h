@@ -42,6 +42,9 @@ struct NodeSplit {
   // digest check. Nodes are numbered world rank / ranks_per_node, or (real nodes) by the
   // leader's index among the leaders. -1 = off.
   int corrupt_node = -1;
+  // Tests: the leader of this node (numbered as above; not world rank 0's) fails as if its
+  // receive of the node's size had failed (per-node images only). -1 = off.
+  int fail_receive_node = -1;
 };
 
 struct DistributeTimes {
@@ -92,6 +95,7 @@ class SharedImage {
                      const NodeSplit& nodes, double* write_seconds);
   Status FinishNode(const Grid& grid, Digest digest, const NodeSplit& nodes, std::byte* base,
                     uint64_t size, uint64_t expected, Status local);
+  int NodeNumber(const Grid& grid, const NodeSplit& nodes) const;  // on a leader
   int node_rank_ = 0;
   MPI_Comm node_comm_ = MPI_COMM_NULL;
   MPI_Comm leaders_comm_ = MPI_COMM_NULL;
