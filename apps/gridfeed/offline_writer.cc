@@ -27,13 +27,24 @@ Status WriteOfflineOutput(const order::OfflineOutput& output, const std::string&
   // Two threads copy the arrays into the page cache as unsynced temporaries; PublishAll then
   // syncs them together and renames them (one fsync per file costs a journal commit each).
   const auto& arrays = output.arrays;
+  // Each temporary keeps its descriptor until its fsync; where the limit on open files does not
+  // allow that many, each file is synced as soon as it is written (slower, as safe).
+  const size_t count = arrays.size() + output.texts.size();
+  const bool sync_each = io::OpenFileRoom(count) < count;
   std::vector<std::optional<Result<io::TempFile>>> written(arrays.size());
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t i; (i = next.fetch_add(1)) < arrays.size();) {
       const auto& a = arrays[i];
-      written[i].emplace(
-          io::WriteNpyTemp(dir + "/" + a.path, a.descr, a.shape, a.data, a.size_bytes));
+      Result<io::TempFile> r =
+          io::WriteNpyTemp(dir + "/" + a.path, a.descr, a.shape, a.data, a.size_bytes);
+      if (sync_each && r.ok()) {
+        if (Status st = r->Close(); !st.ok()) {
+          written[i].emplace(st);
+          continue;
+        }
+      }
+      written[i].emplace(std::move(r));
     }
   };
   {

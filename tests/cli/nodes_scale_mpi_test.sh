@@ -106,6 +106,8 @@ set -e
 want="rank 6: cannot receive this node's image size (injected by test)"
 n=$(grep -c "^gridfeed run: error (rank [0-9]*): .*$want" "$WORK/failrecv.out" || true)
 [ "$n" -eq 16 ] || { cat "$WORK/failrecv.out"; fail "expected '$want' on 16 ranks, got $n"; }
+! grep -q "rank 6: rank 6:" "$WORK/failrecv.out" ||
+  { cat "$WORK/failrecv.out"; fail "the agreed error names its rank twice"; }
 echo "node 3's leader failed to receive its size: same error on 16 ranks, no hang"
 
 # 4. bench --json at 8 simulated nodes (DP 16): 8 nodes; by default (--node-window auto: node

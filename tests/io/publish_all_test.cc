@@ -6,9 +6,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gridfeed/io/npy.h"
@@ -128,6 +130,66 @@ TEST(PublishAll, NpyTemporaryReadsBackAsTheArray) {
   EXPECT_EQ(a->shape, (std::vector<int64_t>{3, 2}));
   ASSERT_TRUE(a->Is<int32_t>());
   EXPECT_EQ(a->As<int32_t>(), v);
+}
+
+// Four threads register and drop temporaries at once (the offline writer registers from two):
+// every temporary still alive when the signal comes is removed, none is missed.
+TEST(PublishAll, ASignalAfterConcurrentRegistrationsRemovesEveryTemporary) {
+  const std::string dir = ScratchDir("publish_all_threads");
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (!RemoveTempFilesOnSignal().ok()) ::_exit(2);
+    std::vector<std::vector<TempFile>> kept(4);
+    std::atomic<int> failures{0};
+    {
+      std::vector<std::jthread> threads;
+      for (int t = 0; t < 4; ++t) {
+        threads.emplace_back([&, t] {
+          for (int i = 0; i < 300; ++i) {
+            auto f = Temp(dir + "/t" + std::to_string(t) + "_" + std::to_string(i), "x");
+            if (!f.ok()) {
+              ++failures;
+              return;
+            }
+            if (i % 3 != 0) kept[t].push_back(std::move(*f));  // every third is dropped at once
+          }
+        });
+      }
+    }
+    if (failures != 0) ::_exit(3);
+    ::raise(SIGTERM);
+    ::_exit(4);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
+  const auto left = Tree(dir);
+  EXPECT_TRUE(left.empty()) << left.size() << " temporaries left, e.g. " << *left.begin();
+}
+
+TEST(PublishAll, NothingToPublishIsFine) {
+  std::vector<TempFile> none;
+  EXPECT_TRUE(PublishAll(none).ok());
+}
+
+// OpenFileRoom raises the soft limit on open files toward the hard one, and says when even the
+// hard limit leaves too little room (the writer then syncs each file at once).
+TEST(PublishAll, OpenFileRoomRaisesTheSoftLimitUpToTheHardOne) {
+  for (const rlim_t hard : {rlim_t{4000}, rlim_t{300}}) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      struct rlimit rl = {200, hard};
+      if (::setrlimit(RLIMIT_NOFILE, &rl) != 0) ::_exit(99);
+      const size_t room = OpenFileRoom(1000);
+      ::getrlimit(RLIMIT_NOFILE, &rl);
+      if (hard == 4000) ::_exit(room >= 1000 && rl.rlim_cur > 1000 && rl.rlim_cur <= 4000 ? 0 : 1);
+      ::_exit(room < 1000 && rl.rlim_cur == 300 ? 0 : 2);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "hard limit " << hard;
+  }
 }
 
 }  // namespace

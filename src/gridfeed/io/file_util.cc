@@ -170,32 +170,29 @@ TempFile::TempFile(TempFile&& o) noexcept
 
 TempFile::~TempFile() { Discard(); }
 
-Status TempFile::CloseUnsynced() {
+Status TempFile::StartWriteback() {
   if (fd_ < 0) return Status::Ok();
-  // Start the writeback now so that a later fsync mostly waits for work already under way.
+  // Only a hint (the later fsync waits for the rest), so its result does not matter.
   ::sync_file_range(fd_, 0, 0, SYNC_FILE_RANGE_WRITE);
-  if (::close(std::exchange(fd_, -1)) != 0) {
-    return IoError("cannot close '" + path_ + "': " + Errno(errno));
-  }
   return Status::Ok();
 }
 
 Status TempFile::Close() {
   if (synced_) return Status::Ok();
-  if (done_) return Internal("Close of a finished temporary for '" + target_ + "'");
-  // After CloseUnsynced the file is synced through a new descriptor: the page cache holds its
-  // data by inode, and Linux reports a writeback error to a new opener that nobody has seen.
-  const bool reopened = fd_ < 0;
-  const int fd = reopened ? ::open(path_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : fd_;
-  if (fd < 0) return IoError("cannot reopen '" + path_ + "' to fsync: " + Errno(errno));
-  fd_ = -1;
+  if (done_ || fd_ < 0) return Internal("Close of a finished temporary for '" + target_ + "'");
+  // fsync through the descriptor that wrote: a new one could miss a writeback error.
+  const int fd = std::exchange(fd_, -1);
+  Status st;
   if (::fsync(fd) != 0) {
-    const int err = errno;
+    st = IoError("cannot fsync '" + path_ + "': " + Errno(errno));
     ::close(fd);
-    return IoError("cannot fsync '" + path_ + "': " + Errno(err));
+  } else if (::close(fd) != 0) {
+    st = IoError("cannot close '" + path_ + "': " + Errno(errno));
   }
-  if (::close(fd) != 0 && !reopened)
-    return IoError("cannot close '" + path_ + "': " + Errno(errno));
+  if (!st.ok()) {
+    Discard();  // a failure is final: a second Close must not report success
+    return st;
+  }
   synced_ = true;
   return Status::Ok();
 }

@@ -33,11 +33,12 @@ class TempFile {
   int fd() const { return fd_; }  // -1 once closed
   const std::string& path() const { return path_; }
   const std::string& target() const { return target_; }
-  // fsync + close; idempotent. IoError naming the file on failure.
+  // fsync + close; idempotent once it succeeded. On failure (IoError naming the file) the
+  // temporary is removed.
   Status Close();
-  // Starts the writeback and closes without waiting for it; a later Close() or Publish() fsyncs
-  // through a new descriptor. For writers of many files (PublishAll): no descriptor stays open.
-  Status CloseUnsynced();
+  // Starts the writeback without waiting for it (PublishAll's writers: the later fsync mostly
+  // waits for work already under way). The descriptor stays open until Close.
+  Status StartWriteback();
   // Close(), rename over target and (with `sync_dir`) fsync the directory. On failure the
   // temporary is removed.
   Status Publish(bool sync_dir = true);

@@ -1,5 +1,7 @@
 #include "gridfeed/io/publish_all.h"
 
+#include <dirent.h>
+#include <sys/resource.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -30,11 +32,12 @@ Result<TempFile> WriteTemp(const std::string& target,
       left -= static_cast<size_t>(n);
     }
   }
-  GRIDFEED_RETURN_IF_ERROR(tmp.CloseUnsynced());
+  GRIDFEED_RETURN_IF_ERROR(tmp.StartWriteback());
   return tmp;
 }
 
 Status PublishAll(std::vector<TempFile>& files, int threads) {
+  if (files.empty()) return Status::Ok();
   std::vector<Status> synced(files.size());
   std::atomic<size_t> next{0};
   auto sync = [&] {
@@ -46,10 +49,16 @@ Status PublishAll(std::vector<TempFile>& files, int threads) {
     for (size_t t = 1; t < n; ++t) pool.emplace_back(sync);
     sync();
   }
+  // One file that did not reach the disk: none is published (no mix of new and old tables).
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (!synced[i].ok()) {
+      for (TempFile& f : files) f.Discard();
+      return synced[i];
+    }
+  }
   Status first;
   std::set<std::string> folders;
   for (size_t i = 0; i < files.size(); ++i) {
-    if (first.ok() && !synced[i].ok()) first = synced[i];
     if (!first.ok()) {
       files[i].Discard();
       continue;
@@ -63,6 +72,26 @@ Status PublishAll(std::vector<TempFile>& files, int threads) {
     if (Status st = TempFile::SyncDir(f); !st.ok() && first.ok()) first = st;
   }
   return first;
+}
+
+size_t OpenFileRoom(size_t wanted) {
+  constexpr size_t kReserve = 64;
+  size_t open_now = 0;  // descriptors open now, counted in /proc/self/fd
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (::readdir(d) != nullptr) ++open_now;
+    ::closedir(d);
+  }
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return 0;
+  const size_t need = open_now + wanted + kReserve;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+    const rlim_t raised = rl.rlim_max == RLIM_INFINITY ? need : std::min<rlim_t>(rl.rlim_max, need);
+    struct rlimit up = {raised, rl.rlim_max};
+    if (raised > rl.rlim_cur && ::setrlimit(RLIMIT_NOFILE, &up) == 0) rl.rlim_cur = raised;
+  }
+  if (rl.rlim_cur == RLIM_INFINITY) return wanted;
+  const size_t limit = static_cast<size_t>(rl.rlim_cur);
+  return limit > open_now + kReserve ? limit - open_now - kReserve : 0;
 }
 
 }  // namespace gridfeed::io

@@ -16,17 +16,22 @@
 
 namespace gridfeed::io {
 
-// Writes `parts` (one after the other) to a new temporary beside `target` and closes it
-// unsynced (CloseUnsynced: the writeback starts, no descriptor stays open). The caller
+// Writes `parts` (one after the other) to a new temporary beside `target` and starts its
+// writeback; its descriptor stays open for the fsync (OpenFileRoom says how many fit). The caller
 // publishes it with PublishAll or TempFile::Publish; until then the temporary is removed by its
 // destructor or a signal. Every write and the close are checked; IoError names the file.
 Result<TempFile> WriteTemp(const std::string& target,
                            std::span<const std::span<const std::byte>> parts);
 
 // fsyncs every temporary on up to `threads` threads, then renames each over its target (in
-// the order given) and fsyncs each target folder once. On the first failure (a sync, a rename
-// or a folder sync) it stops renaming and removes the temporaries not yet renamed; files
-// already renamed stay, complete. Returns the first error. Not thread safe over `files`.
+// the order given) and fsyncs each target folder once. If any sync fails, nothing is renamed
+// and every temporary is removed. If a rename fails, it stops there and removes the
+// temporaries not yet renamed; files already renamed stay, complete. Returns the first error.
+// Not thread safe over `files`.
 Status PublishAll(std::vector<TempFile>& files, int threads = 8);
+
+// How many more descriptors this process may open, after raising its soft RLIMIT_NOFILE
+// toward the hard limit when `wanted` more are needed (keeps 64 in reserve). Thread safe.
+size_t OpenFileRoom(size_t wanted);
 
 }  // namespace gridfeed::io
