@@ -82,5 +82,22 @@ TEST(TableImage, RefusesDamagedImages) {
   EXPECT_NE(ImageDigest(flipped), ImageDigest(image));
 }
 
+// Images of several 64 MiB blocks (hashed block by block on threads): the same bytes give the
+// same digest every time, one flipped bit in any block or one byte more changes it.
+TEST(TableImage, DigestOfALargeImageSeesEveryBlock) {
+  std::vector<std::byte> image((size_t{64} << 20) * 3 + 12345);
+  for (size_t i = 0; i < image.size(); i += 4093) image[i] = std::byte(i % 251);
+  const uint64_t d = ImageDigest(image);
+  EXPECT_EQ(ImageDigest(image), d);
+  for (size_t at : {size_t{0}, (size_t{64} << 20) + 7, image.size() - 1}) {
+    auto flipped = image;
+    flipped[at] ^= std::byte{0x10};
+    EXPECT_NE(ImageDigest(flipped), d) << at;
+  }
+  auto longer = image;
+  longer.push_back(std::byte{0});
+  EXPECT_NE(ImageDigest(longer), d);
+}
+
 }  // namespace
 }  // namespace gridfeed::order

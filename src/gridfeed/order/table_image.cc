@@ -3,10 +3,14 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <system_error>
+#include <thread>
 #include <type_traits>
+#include <vector>
 
 namespace gridfeed::order {
 namespace {
@@ -42,6 +46,22 @@ class Arrays {
     return nlohmann::json::array({offset, v.size()});
   }
   size_t size() const { return size_; }
+  // The destination is fresh shared memory: half its time is page faults, so a second thread
+  // copies (and faults in) the second half of each large piece.
+  static void CopyOnTwoThreads(std::byte* dst, const std::byte* src, size_t n) {
+    if (n < (size_t{8} << 20)) {
+      std::memcpy(dst, src, n);
+      return;
+    }
+    const size_t half = n / 2;
+    std::jthread other;
+    try {
+      other = std::jthread([=] { std::memcpy(dst + half, src + half, n - half); });
+    } catch (const std::system_error&) {
+      std::memcpy(dst + half, src + half, n - half);  // no thread to be had: copy it here
+    }
+    std::memcpy(dst, src, half);
+  }
   // Copies every array to `base` (gaps between them zeroed), releasing each after its copy
   // (a PageArray also piece by piece while it is copied).
   void CopyTo(std::byte* base) {
@@ -51,7 +71,7 @@ class Arrays {
       std::memset(base + at, 0, p.offset - at);
       for (size_t done = 0; done < p.size;) {
         const size_t n = std::min(kPiece, p.size - done);
-        std::memcpy(base + p.offset + done, p.data + done, n);
+        CopyOnTwoThreads(base + p.offset + done, p.data + done, n);
         done += n;
         if (p.copied) p.copied(done);
       }
@@ -387,7 +407,31 @@ Result<TableView> ParseTableImage(std::span<const std::byte> image) {
 }
 
 uint64_t ImageDigest(std::span<const std::byte> image) {
-  return XXH3_64bits(image.data(), image.size());
+  constexpr size_t kBlock = size_t{64} << 20;
+  const size_t blocks = (image.size() + kBlock - 1) / kBlock;
+  if (blocks <= 1) return XXH3_64bits(image.data(), image.size());
+  std::vector<uint64_t> parts(blocks);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t b; (b = next.fetch_add(1)) < blocks;) {
+      const size_t at = b * kBlock;
+      parts[b] = XXH3_64bits(image.data() + at, std::min(kBlock, image.size() - at));
+    }
+  };
+  {
+    const size_t n =
+        std::min<size_t>(blocks, std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+    std::vector<std::jthread> pool;
+    for (size_t t = 1; t < n; ++t) {
+      try {
+        pool.emplace_back(work);
+      } catch (const std::system_error&) {
+        break;  // fewer threads: the same digest
+      }
+    }
+    work();
+  }
+  return XXH3_64bits_withSeed(parts.data(), parts.size() * sizeof(uint64_t), image.size());
 }
 
 }  // namespace gridfeed::order
