@@ -6,7 +6,7 @@
 # and the dumps of all 16 ranks are byte-identical to the real node's; a dump of other data
 # (consumed samples 12 instead of 8) does differ, so the comparison can fail; a corrupted image
 # on the last node's leader, a node image rank 0 fails to make and a leader's failed receive are
-# each the same error on all 16 ranks; `bench --json` at 8 nodes
+# each the same error on all 16 ranks; rank 0's failed send ends the job; `bench --json` at 8 nodes
 # reports 8 nodes and node windows of at most a quarter of the image at DP 16 (the whole image
 # with --node-window full); node windows on 1 and 16 nodes read what the whole image reads.
 set -euo pipefail
@@ -109,6 +109,25 @@ n=$(grep -c "^gridfeed run: error (rank [0-9]*): .*$want" "$WORK/failrecv.out" |
 ! grep -q "rank 6: rank 6:" "$WORK/failrecv.out" ||
   { cat "$WORK/failrecv.out"; fail "the agreed error names its rank twice"; }
 echo "node 3's leader failed to receive its size: same error on 16 ranks, no hang"
+
+# 3d. World rank 0's send of node 5's image fails after the leader said it is ready: the leader
+#     would wait for bytes that never come, so the job ends (MPI_Abort) with rank 0's reason,
+#     no hang. Node 0 is rank 0's own: failing it is refused.
+set +e
+run16 failsend --global-batch-size 64 --train-iters 2 --testing-ranks-per-node 2 \
+  --testing-fail-node-send 5
+rc=$?
+set -e
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || { cat "$WORK/failsend.out"; fail "failed send: rc $rc"; }
+want="exchange with node 5's leader: Aborted: cannot send the image (injected by test); ending the job (MPI_Abort)"
+grep -q "rank 0/16\] .*$want" "$WORK/failsend.out" || { cat "$WORK/failsend.out"; fail "expected '$want'"; }
+set +e
+run16 failsend0 --testing-ranks-per-node 2 --testing-fail-node-send 0
+rc=$?
+set -e
+[ "$rc" -ne 0 ] && grep -q -- "--testing-fail-node-send must be in \[1, world size) or -1" \
+  "$WORK/failsend0.out" || { cat "$WORK/failsend0.out"; fail "node 0 accepted: rc $rc"; }
+echo "rank 0's failed send to node 5 ended the job with its reason, no hang; node 0 refused"
 
 # 4. bench --json at 8 simulated nodes (DP 16): 8 nodes; by default (--node-window auto: node
 #    windows on several nodes) the largest node window holds at most a quarter of the image

@@ -160,6 +160,9 @@ struct FeedOptions {
   // Tests only: the leader of this node (not world rank 0's) fails as if its receive of the
   // node's image size had failed; -1 = off.
   int64_t testing_fail_node_receive = -1;
+  // Tests only: world rank 0's send of the image to this node's leader (leaders in order, not
+  // world rank 0's node) fails: the job must end (MPI_Abort), not hang; -1 = off.
+  int64_t testing_fail_node_send = -1;
   // Tests only: device_broadcast moves the payload through host memory over MPI instead of
   // CUDA/NCCL (the same feeder code path, without a GPU).
   bool testing_device_loopback = false;

@@ -325,8 +325,15 @@ Result<int64_t> ValidateGrid(const JobOptions& o, int64_t world_size) {
                                  -1, world_size - 1, "in [-1, world size)"));
   GRIDFEED_RETURN_IF_ERROR(Range("testing-fail-node-image", o.feed.testing_fail_node_image, -1,
                                  world_size - 1, "in [-1, world size)"));
-  GRIDFEED_RETURN_IF_ERROR(Range("testing-fail-node-receive", o.feed.testing_fail_node_receive, -1,
-                                 world_size - 1, "in [-1, world size)"));
+  // Node 0 is world rank 0's own: it receives nothing, so failing it would test nothing.
+  for (const auto& [name, node] :
+       {std::pair{"testing-fail-node-receive", o.feed.testing_fail_node_receive},
+        std::pair{"testing-fail-node-send", o.feed.testing_fail_node_send}}) {
+    if (node != -1) {
+      GRIDFEED_RETURN_IF_ERROR(Range(name, node, 1, world_size - 1,
+                                     "in [1, world size) or -1 (node 0 is rank 0's own)"));
+    }
+  }
   const int64_t mbs = FeederMicroBatchSize(o, dp);
   const int64_t step = mbs * dp;  // both below 2^40 and 2^24: no overflow
   const int64_t gbs = o.batch.global_batch_size ? o.batch.global_batch_size : step;

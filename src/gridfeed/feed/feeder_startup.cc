@@ -163,6 +163,7 @@ Status Feeder::Impl::BuildAndShareTables() {
   nodes.ranks_per_node = static_cast<int>(options.feed.testing_ranks_per_node);
   nodes.corrupt_node = static_cast<int>(options.feed.testing_corrupt_image_node);
   nodes.fail_receive_node = static_cast<int>(options.feed.testing_fail_node_receive);
+  nodes.fail_send_node = static_cast<int>(options.feed.testing_fail_node_send);
   GRIDFEED_ASSIGN_OR_RETURN(image, parallel::SharedImage::Distribute(g, make, order::ImageDigest,
                                                                      &times, nodes, g.dp_rank()));
   startup.build_seconds = times.build_seconds;

@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "gridfeed/core/log.h"
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/parallel/agree.h"
 
@@ -27,6 +28,16 @@ struct MadeImage {
 
 std::span<std::byte> BytesOf(uint64_t* words, size_t n) {
   return std::as_writable_bytes(std::span<uint64_t>(words, n));
+}
+
+// A failed step of the per-node exchange leaves its peer waiting for a message that will not
+// come (and every other rank in the next collective): nothing can be agreed any more, so the
+// job ends here, with the reason, from this rank.
+[[noreturn]] void EndJob(const Grid& grid, const std::string& what, const Status& st) {
+  log::Error(grid.Describe() + ": " + what + ": " + st.ToString() + "; ending the job (MPI_Abort)" +
+             ": its peer would wait forever");
+  MPI_Abort(grid.world(), 1);
+  std::abort();  // MPI_Abort does not return
 }
 
 }  // namespace
@@ -216,10 +227,12 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
             "MPI_Recv(node ready)");
       }
       if (sent.ok() && h[0] == 1 && ready == 1) {
-        sent = SendBytes(leaders_comm_, l, kTagImage, p.bytes);
+        sent = l == nodes.fail_send_node
+                   ? Status(StatusCode::kAborted, "cannot send the image (injected by test)")
+                   : SendBytes(leaders_comm_, l, kTagImage, p.bytes);
         if (sent.ok()) sent = SendBytes(leaders_comm_, l, kTagDigest, BytesOf(&p.digest, 1));
       }
-      if (made.ok() && !sent.ok()) made = sent;
+      if (!sent.ok()) EndJob(grid, "exchange with node " + std::to_string(l) + "'s leader", sent);
     }
     producer = ImageProducer();  // frees the tables
     if (local.ok()) local = made;
@@ -227,12 +240,12 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
   } else if (node_rank_ == 0) {
     // World rank 0 waits for this answer from every leader (a failed receive included).
     uint64_t ready = allocated && head[0] == 1 ? 1 : 0;
-    const Status told = SendBytes(leaders_comm_, 0, kTagReady, BytesOf(&ready, 1));
-    if (local.ok()) local = told;
-    if (local.ok()) {
-      local = SleepyReceiveBytes(leaders_comm_, 0, kTagImage, std::span<std::byte>(base, head[1]));
+    Status got = SendBytes(leaders_comm_, 0, kTagReady, BytesOf(&ready, 1));
+    if (got.ok() && ready == 1) {
+      got = SleepyReceiveBytes(leaders_comm_, 0, kTagImage, std::span<std::byte>(base, head[1]));
+      if (got.ok()) got = SleepyReceiveBytes(leaders_comm_, 0, kTagDigest, BytesOf(&expected, 1));
     }
-    if (local.ok()) local = SleepyReceiveBytes(leaders_comm_, 0, kTagDigest, BytesOf(&expected, 1));
+    if (!got.ok()) EndJob(grid, "exchange with world rank 0", got);
   }
   return FinishNode(grid, digest, nodes, base, head[1], expected, local);
 }

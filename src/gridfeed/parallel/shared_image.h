@@ -45,6 +45,9 @@ struct NodeSplit {
   // Tests: the leader of this node (numbered as above; not world rank 0's) fails as if its
   // receive of the node's size had failed (per-node images only). -1 = off.
   int fail_receive_node = -1;
+  // Tests: world rank 0's send of the image to its leader number this (leaders in order; not
+  // world rank 0's own) fails. A failed exchange ends the job (MPI_Abort). -1 = off.
+  int fail_send_node = -1;
 };
 
 struct DistributeTimes {
