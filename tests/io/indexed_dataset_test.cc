@@ -1,10 +1,14 @@
 #include "gridfeed/io/indexed_dataset.h"
 
 #include <gtest/gtest.h>
+#include <xxhash.h>
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "corpus_fixture.h"
 #include "gridfeed/io/file_util.h"
@@ -113,6 +117,49 @@ TEST(IndexedDataset, GetChecksBoundsAndWidens) {
     ASSERT_FALSE(r.ok()) << seq << " " << off << " " << len;
     EXPECT_EQ(r.status().code(), StatusCode::kOutOfRange);
   }
+}
+
+TEST(IndexedDataset, IndexDigestIsTheWholeFilesAndComputedOnce) {
+  const std::string prefix = ScratchDir("ds_digest") + "/c";
+  gridfeed::testing::WriteCorpus(prefix, DType::kUInt16, {{{1, 2, 3}, {4}}, {{5, 6}}});
+  auto ds = IndexedDataset::Open(prefix);
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  auto idx = ReadFileToString(prefix + ".idx");
+  ASSERT_TRUE(idx.ok());
+  const uint64_t want = XXH3_64bits(idx->data(), idx->size());
+  // Many threads ask at once: one pass, one answer.
+  std::vector<std::thread> threads;
+  std::vector<uint64_t> got(8);
+  for (size_t i = 0; i < got.size(); ++i) {
+    threads.emplace_back([&, i] { got[i] = ds->index_xxh3(); });
+  }
+  for (auto& t : threads) t.join();
+  for (uint64_t g : got) EXPECT_EQ(g, want);
+  // A moved dataset keeps the answer.
+  IndexedDataset moved = std::move(ds).value();
+  EXPECT_EQ(moved.index_xxh3(), want);
+}
+
+TEST(IndexedDataset, UnchangedUntilAFileIsReplacedOrTouched) {
+  const std::string dir = ScratchDir("ds_unchanged");
+  const std::string prefix = dir + "/c";
+  gridfeed::testing::WriteCorpus(prefix, DType::kUInt16, {{{1, 2, 3}}, {{5, 6}}});
+  auto ds = IndexedDataset::Open(prefix);
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  EXPECT_TRUE(ds->Unchanged());
+  // Another corpus renamed over the .bin: the mapping still shows the old file.
+  gridfeed::testing::WriteCorpus(dir + "/d", DType::kUInt16, {{{7, 8, 9}}, {{1, 1}}});
+  std::filesystem::rename(dir + "/d.bin", prefix + ".bin");
+  EXPECT_FALSE(ds->Unchanged());
+  auto again = IndexedDataset::Open(prefix);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->Unchanged());
+  // A new mtime on the index (written in place) counts as a change too.
+  std::filesystem::last_write_time(
+      prefix + ".idx", std::filesystem::last_write_time(prefix + ".idx") + std::chrono::seconds(5));
+  EXPECT_FALSE(again->Unchanged());
+  std::filesystem::remove(prefix + ".idx");
+  EXPECT_FALSE(again->Unchanged());
 }
 
 TEST(IndexedDatasetBuilder, RejectsTokensOutsideTheDtype) {

@@ -103,9 +103,11 @@ Result<parallel::ImageProducer> Feeder::Impl::NodeProducer(
 // received. The canonical text (options + data facts) follows.
 Status Feeder::Impl::BuildAndShareTables() {
   const parallel::Grid& g = *grid;
-  int64_t facts[2] = {0, -1};  // the split's length; where the node windows start (-1: whole)
+  int64_t facts[2] = {0, -1};      // the split's length; where the node windows start (-1: whole)
+  order::OpenStores built_stores;  // rank 0's view serves from the stores its build checked
   auto build = [&](int num_nodes) -> Result<parallel::ImageProducer> {
     GRIDFEED_ASSIGN_OR_RETURN(std::shared_ptr<order::BuiltOrder> built, pipeline->Build());
+    built_stores = built->OpenedStores();
     facts[0] = built->view().length(split);
     if (facts[0] == 0) {
       return FailedPrecondition("the " + options.feed.split_name +
@@ -180,6 +182,7 @@ Status Feeder::Impl::BuildAndShareTables() {
     auto v = pipeline->ViewImage(image->bytes());
     if (v.ok()) {
       view = std::move(v).value();
+      view->AdoptTokenStores(built_stores);
     } else {
       viewed = v.status();
     }

@@ -357,14 +357,30 @@ Status WriteStringToFile(const std::string& path, const std::string& contents) {
   return f.Commit();
 }
 
+namespace {
+
+std::string IdentityText(const struct stat& st) {
+  return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
+         std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec);
+}
+
+}  // namespace
+
 Result<std::string> FileIdentity(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     return IoError("cannot stat '" + path + "': " + std::strerror(errno));
   }
-  return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
-         std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
-         std::to_string(st.st_mtim.tv_nsec);
+  return IdentityText(st);
+}
+
+Result<std::string> FileIdentity(int fd, const std::string& path) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    return IoError("cannot stat '" + path + "': " + std::strerror(errno));
+  }
+  return IdentityText(st);
 }
 
 Status MakeDirs(const std::string& path) {

@@ -111,5 +111,7 @@ Status MakeDirs(const std::string& path);
 // machine that get the same text read the same bytes (unless a writer changes a file in place
 // within one mtime tick). IoError naming the path.
 Result<std::string> FileIdentity(const std::string& path);
+// The same text for an open descriptor (fstat): what a file had when it was opened.
+Result<std::string> FileIdentity(int fd, const std::string& path);
 
 }  // namespace gridfeed::io

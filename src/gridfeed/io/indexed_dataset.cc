@@ -1,7 +1,13 @@
 #include "gridfeed/io/indexed_dataset.h"
 
+#include <xxhash.h>
+
+#include <algorithm>
 #include <cstring>
 #include <utility>
+
+#include "gridfeed/core/check.h"
+#include "gridfeed/io/file_util.h"
 
 namespace gridfeed::io {
 
@@ -79,6 +85,31 @@ Result<TokenSpan> IndexedDataset::Get(int64_t sequence, int64_t offset_tokens,
                       " tokens");
   }
   return GetUnchecked(sequence, offset_tokens, length_tokens);
+}
+
+uint64_t IndexedDataset::index_xxh3() const {
+  std::call_once(digest_->once, [this] {
+    const std::span<const std::byte> index = idx_.bytes();
+    XXH3_state_t* state = XXH3_createState();
+    GRIDFEED_CHECK(state != nullptr);
+    XXH3_64bits_reset(state);
+    // The same digest as XXH3_64bits over the whole index, streamed in parts.
+    constexpr size_t kPart = size_t{32} << 20;
+    for (size_t at = 0; at < index.size(); at += kPart) {
+      const auto part = index.subspan(at, std::min(kPart, index.size() - at));
+      XXH3_64bits_update(state, part.data(), part.size());
+      idx_.DropPages(part);
+    }
+    digest_->value = XXH3_64bits_digest(state);
+    XXH3_freeState(state);
+  });
+  return digest_->value;
+}
+
+bool IndexedDataset::Unchanged() const {
+  const auto idx = FileIdentity(idx_.path());
+  const auto bin = FileIdentity(bin_.path());
+  return idx.ok() && bin.ok() && *idx == idx_.identity() && *bin == bin_.identity();
 }
 
 }  // namespace gridfeed::io

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 
@@ -54,6 +56,13 @@ class IndexedDataset {
   // after a pass over a large index, so it does not stay counted in resident memory.
   void DropIndexPages(std::span<const std::byte> part) const { idx_.DropPages(part); }
   std::span<const std::byte> data_bytes() const { return bin_.bytes(); }
+  // XXH3-64 of the whole index file (what the data facts and every reader's store facts name),
+  // computed by the first caller and remembered, so a process that needs it twice passes over
+  // a multi-GB index once; thread safe. The pass drops its pages behind it.
+  uint64_t index_xxh3() const;
+  // Whether PREFIX.idx and PREFIX.bin are still the files this object mapped (FileIdentity:
+  // device, inode, size, mtime), so a store opened earlier in the process may serve again.
+  bool Unchanged() const;
 
   // `length_tokens` tokens of `sequence` starting `offset_tokens` in; length -1 = to the end.
   // OutOfRange if the run is not inside the sequence.
@@ -75,6 +84,11 @@ class IndexedDataset {
   MMapFile idx_;
   MMapFile bin_;
   IndexView view_;
+  struct DigestMemo {
+    std::once_flag once;
+    uint64_t value = 0;
+  };
+  std::unique_ptr<DigestMemo> digest_ = std::make_unique<DigestMemo>();
 };
 
 }  // namespace gridfeed::io

@@ -41,6 +41,12 @@ Result<MMapFile> MMapFile::Open(const std::string& path) {
   MMapFile file;
   file.path_ = path;
   file.size_ = static_cast<size_t>(st.st_size);
+  auto identity = FileIdentity(fd, path);
+  if (!identity.ok()) {
+    ::close(fd);
+    return identity.status();
+  }
+  file.identity_ = std::move(identity).value();
   if (file.size_ > 0) {
     void* p = ::mmap(nullptr, file.size_, PROT_READ, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
@@ -57,7 +63,8 @@ Result<MMapFile> MMapFile::Open(const std::string& path) {
 MMapFile::MMapFile(MMapFile&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
-      path_(std::move(other.path_)) {}
+      path_(std::move(other.path_)),
+      identity_(std::move(other.identity_)) {}
 
 MMapFile& MMapFile::operator=(MMapFile&& other) noexcept {
   if (this != &other) {
@@ -65,6 +72,7 @@ MMapFile& MMapFile::operator=(MMapFile&& other) noexcept {
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
     path_ = std::move(other.path_);
+    identity_ = std::move(other.identity_);
   }
   return *this;
 }

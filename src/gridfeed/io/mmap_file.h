@@ -27,6 +27,8 @@ class MMapFile {
   std::span<const std::byte> bytes() const { return {data_, size_}; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // FileIdentity (file_util.h) of the file as it was when mapped.
+  const std::string& identity() const { return identity_; }
   // Unmaps this process's copies of the whole pages inside `part` (the file's page cache
   // stays; the next access maps them again), so a pass over a large file does not leave all
   // of it counted in resident memory. REQUIRES: `part` lies inside bytes().
@@ -38,6 +40,7 @@ class MMapFile {
   const std::byte* data_ = nullptr;
   size_t size_ = 0;
   std::string path_;
+  std::string identity_;
 };
 
 // The size of a regular file in bytes; NotFound or IoError (also for a non-regular file).

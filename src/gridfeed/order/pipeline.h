@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -25,7 +26,15 @@
 #include "gridfeed/order/split.h"
 #include "gridfeed/order/store_facts.h"
 
+namespace gridfeed::io {
+class IndexedDataset;
+}
+
 namespace gridfeed::order {
+
+// Token stores a build opened with every check, by prefix: a view of its image in the same
+// process (world rank 0's) adopts them instead of opening and checking them again.
+using OpenStores = std::map<std::string, std::shared_ptr<const io::IndexedDataset>>;
 
 // A source of a split's samples (a blend component), for accounting.
 struct SourceInfo {
@@ -103,6 +112,10 @@ class OrderView {
   virtual Status OpenTokenStores(bool checked_on_node) = 0;
   // Facts of every open token store, in token_stores() order (see store_facts.h).
   virtual std::vector<StoreFacts> TokenStoreFacts(uint64_t salt) const = 0;
+  // Takes, of `stores` (this process's build: BuiltOrder::OpenedStores), those this view reads
+  // whose files are unchanged since they were opened (io::IndexedDataset::Unchanged);
+  // OpenTokenStores then leaves them be. Orders without such stores ignore it.
+  virtual void AdoptTokenStores(const OpenStores& stores) { (void)stores; }
   // Assembles sample `position` of `split` into `out` and returns what it is (iteration,
   // micro-batch and DP rank are left for the caller); token_xxh3 only with `hash_tokens` (a
   // pass over the tokens that only the ledger and the audit need). REQUIRES: 0 <= position <
@@ -160,6 +173,9 @@ class BuiltOrder {
   // A view over these tables, with their token stores open. Valid while this object lives and
   // until TakeImage().
   virtual OrderView& view() = 0;
+  // The token stores this build opened (checked in full) for OrderView::AdoptTokenStores;
+  // empty for orders that have none to share. Before TakeImage.
+  virtual OpenStores OpenedStores() const { return {}; }
   // Moves the tables into an image writer, which frees each table once written.
   virtual std::unique_ptr<ImageWriter> TakeImage() = 0;
   // The image of only the positions `held` (sorted, unique) of `split`: what one node's readers

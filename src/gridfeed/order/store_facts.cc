@@ -29,21 +29,17 @@ std::string Hex(uint64_t v) {
 }  // namespace
 
 StoreFacts FactsOf(const std::string& name, std::span<const std::byte> index,
-                   std::span<const std::byte> data, uint64_t salt,
-                   const std::function<void(std::span<const std::byte>)>& hashed) {
+                   std::span<const std::byte> data, uint64_t salt) {
+  return FactsOf(name, XXH3_64bits(index.data(), index.size()), data, salt);
+}
+
+StoreFacts FactsOf(const std::string& name, uint64_t index_xxh3, std::span<const std::byte> data,
+                   uint64_t salt) {
   StoreFacts f;
   f.name = name;
+  f.index_xxh3 = index_xxh3;
   f.data_bytes = data.size();
   XXH3_state_t* state = XXH3_createState();
-  // The same digest as XXH3_64bits over the whole index, streamed in parts.
-  constexpr size_t kPart = size_t{32} << 20;
-  XXH3_64bits_reset(state);
-  for (size_t at = 0; at < index.size(); at += kPart) {
-    const auto part = index.subspan(at, std::min(kPart, index.size() - at));
-    XXH3_64bits_update(state, part.data(), part.size());
-    if (hashed) hashed(part);
-  }
-  f.index_xxh3 = XXH3_64bits_digest(state);
   XXH3_64bits_reset_withSeed(state, salt);
   auto block = [&](size_t offset) {
     const size_t n = std::min(kBlockBytes, data.size() - offset);

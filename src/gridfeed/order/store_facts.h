@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -22,11 +21,11 @@ struct StoreFacts {
 };
 
 // Blocks of 4 KiB: the first, the last and 62 more at salt-derived offsets.
-// `hashed`, if set, is called with each part of `index` once it is hashed (a few tens of MB at
-// a time), so the caller can drop those pages of a mapped file.
 StoreFacts FactsOf(const std::string& name, std::span<const std::byte> index,
-                   std::span<const std::byte> data, uint64_t salt,
-                   const std::function<void(std::span<const std::byte>)>& hashed = {});
+                   std::span<const std::byte> data, uint64_t salt);
+// The same facts where the index's XXH3-64 is known already (io::IndexedDataset::index_xxh3).
+StoreFacts FactsOf(const std::string& name, uint64_t index_xxh3, std::span<const std::byte> data,
+                   uint64_t salt);
 
 // One line per store, for a broadcast; Decode is its inverse (empty on malformed text).
 std::string EncodeFacts(const std::vector<StoreFacts>& facts);

@@ -27,6 +27,9 @@ class FimView final : public OrderView {
   Status OpenTokenStores(bool checked_on_node) override {
     return owned_ ? owned_->OpenTokenStores(checked_on_node) : Status::Ok();
   }
+  void AdoptTokenStores(const OpenStores& stores) override {
+    if (owned_) owned_->AdoptTokenStores(stores);
+  }
   // The token stores' facts and the tokenizer's: a reader with another tokenizer file under
   // the same path would decode and re-encode otherwise.
   std::vector<StoreFacts> TokenStoreFacts(uint64_t salt) const override {
@@ -105,6 +108,7 @@ class FimBuilt final : public BuiltOrder {
     return j.dump();
   }
   OrderView& view() override { return view_; }
+  OpenStores OpenedStores() const override { return inner_->OpenedStores(); }
   std::unique_ptr<ImageWriter> TakeImage() override { return inner_->TakeImage(); }
 
  private:

@@ -1,7 +1,5 @@
 #include "gridfeed/order/megatron/megatron_pipeline.h"
 
-#include <xxhash.h>
-
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -17,7 +15,7 @@
 namespace gridfeed::order {
 namespace {
 
-using Stores = std::map<std::string, std::shared_ptr<const io::IndexedDataset>>;
+using Stores = OpenStores;
 
 class MegatronView final : public OrderView {
  public:
@@ -53,15 +51,23 @@ class MegatronView final : public OrderView {
     return Status::Ok();
   }
 
+  void AdoptTokenStores(const Stores& stores) override {
+    for (const auto& prefix : view_.prefixes) {
+      const auto it = stores.find(prefix);
+      if (it != stores.end() && !stores_.count(prefix) && it->second->Unchanged()) {
+        stores_[prefix] = it->second;
+      }
+    }
+    Bind();
+  }
+
   std::vector<StoreFacts> TokenStoreFacts(uint64_t salt) const override {
     std::vector<StoreFacts> out;
     for (const auto& prefix : view_.prefixes) {
       const auto it = stores_.find(prefix);
       if (it == stores_.end()) continue;
       const io::IndexedDataset& store = *it->second;
-      out.push_back(
-          FactsOf(prefix, store.index_bytes(), store.data_bytes(), salt,
-                  [&store](std::span<const std::byte> part) { store.DropIndexPages(part); }));
+      out.push_back(FactsOf(prefix, store.index_xxh3(), store.data_bytes(), salt));
     }
     return out;
   }
@@ -168,12 +174,16 @@ class MegatronBuilt final : public BuiltOrder {
  public:
   MegatronBuilt(BuiltDatasets built, SampleOptions sample_options)
       : built_(std::move(built)), sample_options_(sample_options) {
+    view_ = std::make_unique<MegatronView>(ViewOf(built_), sample_options_, OpenedStores());
+  }
+
+  Stores OpenedStores() const override {
     Stores stores;
     for (const auto& split : built_.splits) {
       if (!split) continue;
       for (const auto& m : split->mids) stores[m.prefix] = m.dataset;
     }
-    view_ = std::make_unique<MegatronView>(ViewOf(built_), sample_options_, std::move(stores));
+    return stores;
   }
 
   std::string DataFacts() const override {
@@ -182,12 +192,11 @@ class MegatronBuilt final : public BuiltOrder {
       if (!split) continue;
       for (const auto& m : split->mids) {
         if (data.contains(m.prefix)) continue;
-        const auto idx = m.dataset->index_bytes();
         char digest[17];
         std::snprintf(digest, sizeof(digest), "%016llx",
-                      static_cast<unsigned long long>(XXH3_64bits(idx.data(), idx.size())));
+                      static_cast<unsigned long long>(m.dataset->index_xxh3()));
         auto bin = io::FileSize(m.prefix + ".bin");
-        data[m.prefix] = {{"idx_bytes", idx.size()},
+        data[m.prefix] = {{"idx_bytes", m.dataset->index_bytes().size()},
                           {"bin_bytes", bin.ok() ? static_cast<int64_t>(*bin) : -1},
                           {"idx_xxh3", digest}};
       }

@@ -75,6 +75,7 @@ class MixtureView final : public OrderView {
   Status OpenTokenStores(bool checked_on_node) override {
     return inner_->OpenTokenStores(checked_on_node);
   }
+  void AdoptTokenStores(const OpenStores& stores) override { inner_->AdoptTokenStores(stores); }
   std::vector<StoreFacts> TokenStoreFacts(uint64_t salt) const override {
     return inner_->TokenStoreFacts(salt);
   }
@@ -143,6 +144,7 @@ class MixtureBuilt final : public BuiltOrder {
         facts_(std::move(facts)) {}
   std::string DataFacts() const override { return facts_; }
   OrderView& view() override { return view_; }
+  OpenStores OpenedStores() const override { return inner_->OpenedStores(); }
   std::unique_ptr<ImageWriter> TakeImage() override { return inner_->TakeImage(); }
 
  private:
