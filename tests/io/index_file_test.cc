@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <vector>
+
+#include "testing/paths.h"
 
 namespace gridfeed::io {
 namespace {
@@ -31,6 +35,93 @@ std::vector<std::byte> HandIndex(bool multimodal) {
   put(docs, 16);
   if (multimodal) put(modes, 2);
   return b;
+}
+
+// An index of `s` sequences of 1 or 2 int32 tokens, one document each (the parts of the full
+// check hold 2^21 entries, so s > 2^21 crosses a part boundary).
+std::vector<std::byte> LongIndex(uint64_t s) {
+  std::vector<int32_t> lens(s);
+  std::vector<int64_t> ptrs(s), docs(s + 1);
+  int64_t at = 0;
+  for (uint64_t i = 0; i < s; ++i) {
+    lens[i] = 1 + static_cast<int32_t>(i % 2);
+    ptrs[i] = at;
+    at += lens[i] * 4;
+    docs[i] = static_cast<int64_t>(i);
+  }
+  docs[s] = static_cast<int64_t>(s);
+  std::vector<std::byte> b(9);
+  std::memcpy(b.data(), kIndexMagic, 9);
+  auto put = [&](const void* p, size_t n) {
+    auto* c = static_cast<const std::byte*>(p);
+    b.insert(b.end(), c, c + n);
+  };
+  const uint64_t version = 1, d = s + 1;
+  const uint8_t code = 4;
+  put(&version, 8);
+  put(&code, 1);
+  put(&s, 8);
+  put(&d, 8);
+  put(lens.data(), s * 4);
+  put(ptrs.data(), s * 8);
+  put(docs.data(), d * 8);
+  return b;
+}
+
+// The full check read through a descriptor (MappedFileReader) and through the mapping gives the
+// same verdict, naming the same element, for damage on either side of a part boundary.
+TEST(ParseIndex, ReadThroughADescriptorSameVerdictsAsTheMapping) {
+  const uint64_t s = (uint64_t{1} << 21) + 7;
+  const std::string path = gridfeed::testing::ScratchDir("parse_reader") + "/long.idx";
+  struct Damage {
+    const char* field;
+    uint64_t offset;  // of the damaged 8 bytes, in the file
+    int64_t value;
+  };
+  const uint64_t lens = 34, ptrs = lens + s * 4, docs = ptrs + s * 8;
+  for (const Damage& dmg : {Damage{"none", 0, 0}, Damage{"sequence_pointers[5]", ptrs + 5 * 8, 99},
+                            Damage{"sequence_pointers[2097155]", ptrs + 2097155 * 8, -1},
+                            Damage{"document_indices[2097152]", docs + 2097152 * 8, 0},
+                            Damage{"document_indices[2097153]", docs + 2097153 * 8, 1}}) {
+    SCOPED_TRACE(dmg.field);
+    auto bytes = LongIndex(s);
+    if (dmg.offset) std::memcpy(bytes.data() + dmg.offset, &dmg.value, 8);
+    {
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      out.write(reinterpret_cast<const char*>(bytes.data()),
+                static_cast<std::streamsize>(bytes.size()));
+    }
+    auto file = MMapFile::Open(path);
+    ASSERT_TRUE(file.ok()) << file.status().ToString();
+    const MappedFileReader reader(*file);
+    ASSERT_TRUE(reader.ok());
+    auto through_reader = ParseIndex(file->bytes(), path, false, IndexCheck::kFull, {}, &reader);
+    auto through_map = ParseIndex(file->bytes(), path, false, IndexCheck::kFull, {}, nullptr);
+    ASSERT_EQ(through_reader.ok(), through_map.ok());
+    if (through_map.ok()) {
+      EXPECT_STREQ(dmg.field, "none");
+      EXPECT_EQ(through_reader->total_tokens, through_map->total_tokens);
+      EXPECT_EQ(through_reader->bin_bytes_needed, through_map->bin_bytes_needed);
+      EXPECT_EQ(through_map->total_tokens, s / 2 * 3 + 1);
+    } else {
+      EXPECT_EQ(through_reader.status().ToString(), through_map.status().ToString());
+      EXPECT_NE(through_map.status().message().find(std::string("field ") + dmg.field + ":"),
+                std::string::npos)
+          << through_map.status().ToString();
+    }
+  }
+}
+
+// A reader onto a path that names another file by now is not used.
+TEST(MappedFileReader, RefusesAFileReplacedSinceTheMapping) {
+  const std::string dir = gridfeed::testing::ScratchDir("reader_replaced");
+  std::ofstream(dir + "/a") << "first";
+  auto file = MMapFile::Open(dir + "/a");
+  ASSERT_TRUE(file.ok());
+  EXPECT_TRUE(MappedFileReader(*file).ok());
+  std::ofstream(dir + "/b") << "other";
+  std::filesystem::rename(dir + "/b", dir + "/a");
+  EXPECT_FALSE(MappedFileReader(*file).ok());
 }
 
 TEST(ParseIndex, ReadsHandAssembledIndex) {

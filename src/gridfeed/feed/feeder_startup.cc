@@ -113,7 +113,11 @@ Status Feeder::Impl::BuildAndShareTables() {
       return FailedPrecondition("the " + options.feed.split_name +
                                 " split is empty with this --split");
     }
+    Stopwatch data_facts;
     canonical = config::CanonicalText(options.data, built->DataFacts());
+    if (log::Enabled(log::Level::kDebug)) {
+      log::Debug("data facts (index digests): " + std::to_string(data_facts.Seconds()) + " s");
+    }
     const std::string& mode = options.feed.node_window;
     const bool wanted = mode == "reads" || (mode == "auto" && num_nodes > 1);
     if (wanted && options.data.dataloader_type == "single" && !pipeline->amendable()) {

@@ -1,9 +1,11 @@
 #include "gridfeed/io/index_file.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace gridfeed::io {
 namespace {
@@ -24,7 +26,8 @@ Status Corrupt(const std::string& path, const std::string& field, const std::str
 }  // namespace
 
 Result<IndexView> ParseIndex(std::span<const std::byte> bytes, const std::string& path,
-                             bool multimodal, IndexCheck check, const CheckedFn& checked) {
+                             bool multimodal, IndexCheck check, const CheckedFn& checked,
+                             const MappedFileReader* reader) {
   const size_t n = bytes.size();
   if (n < kIndexHeaderBytes) {
     return Corrupt(path, "header", "at least " + std::to_string(kIndexHeaderBytes) + " bytes",
@@ -98,17 +101,30 @@ Result<IndexView> ParseIndex(std::span<const std::byte> bytes, const std::string
   auto done = [&](const std::byte* from, uint64_t bytes) {
     if (checked) checked(std::span<const std::byte>(from, bytes));
   };
+  // Each part is read through `reader` into buffers where it can be (little-endian hosts),
+  // else through the mapping (then its pages are handed to `checked`).
+  const bool buffered =
+      reader != nullptr && reader->ok() && std::endian::native == std::endian::little;
+  std::vector<int32_t> len_buf(buffered ? std::min(s, kPart) : 0);
+  std::vector<int64_t> ptr_buf(buffered ? std::min(std::max(s, d), kPart + 1)
+                                        : 0);  // + 1: documents
+  const auto file_offset = [p](const std::byte* at) { return static_cast<uint64_t>(at - p); };
+  auto read = [&](auto& buf, const std::byte* from, uint64_t count) {
+    return buffered && count <= buf.size() &&
+           reader->ReadAt(file_offset(from), std::as_writable_bytes(std::span(
+                                                 buf.data(), static_cast<size_t>(count))));
+  };
   uint64_t pointer = 0;
   uint64_t tokens = 0;
-  for (uint64_t lo = 0; lo < s; lo += kPart) {
-    const uint64_t hi = std::min(s, lo + kPart);
+  // The checks of sequences [lo, hi), whatever holds them.
+  auto check_sequences = [&](uint64_t lo, uint64_t hi, auto len_at, auto ptr_at) -> Status {
     for (uint64_t i = lo; i < hi; ++i) {
-      const int32_t len = view.sequence_lengths[i];
+      const int32_t len = len_at(i);
       if (len < 0) {
         return Corrupt(path, "sequence_lengths[" + std::to_string(i) + "]", "a value >= 0",
                        std::to_string(len));
       }
-      const int64_t ptr = view.sequence_pointers[i];
+      const int64_t ptr = ptr_at(i);
       if (ptr < 0 || static_cast<uint64_t>(ptr) != pointer) {
         return Corrupt(path, "sequence_pointers[" + std::to_string(i) + "]",
                        std::to_string(pointer) + " (running sum of lengths x " +
@@ -118,7 +134,22 @@ Result<IndexView> ParseIndex(std::span<const std::byte> bytes, const std::string
       pointer += static_cast<uint64_t>(len) * item;
       tokens += static_cast<uint64_t>(len);
     }
-    done(view.sequence_pointers.bytes().data() + lo * 8, (hi - lo) * 8);
+    return Status::Ok();
+  };
+  for (uint64_t lo = 0; lo < s; lo += kPart) {
+    const uint64_t hi = std::min(s, lo + kPart);
+    const std::byte* lens = view.sequence_lengths.bytes().data() + lo * 4;
+    const std::byte* ptrs = view.sequence_pointers.bytes().data() + lo * 8;
+    if (read(len_buf, lens, hi - lo) && read(ptr_buf, ptrs, hi - lo)) {
+      GRIDFEED_RETURN_IF_ERROR(check_sequences(
+          lo, hi, [&](uint64_t i) { return len_buf[i - lo]; },
+          [&](uint64_t i) { return ptr_buf[i - lo]; }));
+    } else {
+      GRIDFEED_RETURN_IF_ERROR(check_sequences(
+          lo, hi, [&](uint64_t i) { return view.sequence_lengths[i]; },
+          [&](uint64_t i) { return view.sequence_pointers[i]; }));
+      done(ptrs, (hi - lo) * 8);
+    }
   }
   view.total_tokens = tokens;
   view.bin_bytes_needed = pointer;
@@ -127,17 +158,28 @@ Result<IndexView> ParseIndex(std::span<const std::byte> bytes, const std::string
   if (view.document_indices[0] != 0) {
     return Corrupt(path, "document_indices[0]", "0", std::to_string(view.document_indices[0]));
   }
-  for (uint64_t lo = 1; lo < d; lo += kPart) {
-    const uint64_t hi = std::min(d, lo + kPart);
+  // Entry i against entry i - 1, for i in [lo, hi); `doc_at(i)` for i in [lo - 1, hi).
+  auto check_documents = [&](uint64_t lo, uint64_t hi, auto doc_at) -> Status {
     for (uint64_t i = lo; i < hi; ++i) {
-      if (view.document_indices[i] < view.document_indices[i - 1]) {
-        return Corrupt(
-            path, "document_indices[" + std::to_string(i) + "]",
-            "a value >= " + std::to_string(view.document_indices[i - 1]) + " (non-decreasing)",
-            std::to_string(view.document_indices[i]));
+      if (doc_at(i) < doc_at(i - 1)) {
+        return Corrupt(path, "document_indices[" + std::to_string(i) + "]",
+                       "a value >= " + std::to_string(doc_at(i - 1)) + " (non-decreasing)",
+                       std::to_string(doc_at(i)));
       }
     }
-    done(view.document_indices.bytes().data() + (lo - 1) * 8, (hi - lo) * 8);
+    return Status::Ok();
+  };
+  for (uint64_t lo = 1; lo < d; lo += kPart) {
+    const uint64_t hi = std::min(d, lo + kPart);
+    const std::byte* docs = view.document_indices.bytes().data() + (lo - 1) * 8;
+    if (read(ptr_buf, docs, hi - lo + 1)) {
+      GRIDFEED_RETURN_IF_ERROR(
+          check_documents(lo, hi, [&](uint64_t i) { return ptr_buf[i - (lo - 1)]; }));
+    } else {
+      GRIDFEED_RETURN_IF_ERROR(
+          check_documents(lo, hi, [&](uint64_t i) { return view.document_indices[i]; }));
+      done(docs, (hi - lo) * 8);
+    }
   }
   if (view.document_indices[d - 1] != static_cast<int64_t>(s)) {
     return Corrupt(path, "document_indices[" + std::to_string(d - 1) + "]",

@@ -15,6 +15,7 @@
 #include "gridfeed/core/status.h"
 #include "gridfeed/io/dtype.h"
 #include "gridfeed/io/le_span.h"
+#include "gridfeed/io/mmap_file.h"
 
 namespace gridfeed::io {
 
@@ -49,8 +50,12 @@ enum class IndexCheck { kFull, kStructure };
 // full check has passed over it (16 MB at a time), so the caller can drop those pages of a
 // mapped file. (Not the lengths: every order reads them next.)
 using CheckedFn = std::function<void(std::span<const std::byte>)>;
+// `reader`, if usable: a descriptor onto the file `bytes` maps (MappedFileReader), through which
+// the full check reads its parts (the mapping's pages are then not touched; on a read error a
+// part is read from `bytes`). Same verdicts either way.
 Result<IndexView> ParseIndex(std::span<const std::byte> bytes, const std::string& path,
                              bool multimodal, IndexCheck check = IndexCheck::kFull,
-                             const CheckedFn& checked = {});
+                             const CheckedFn& checked = {},
+                             const MappedFileReader* reader = nullptr);
 
 }  // namespace gridfeed::io

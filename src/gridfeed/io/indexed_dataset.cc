@@ -3,8 +3,10 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "gridfeed/core/check.h"
 #include "gridfeed/io/file_util.h"
@@ -56,9 +58,11 @@ Result<IndexedDataset> IndexedDataset::Open(const std::string& prefix, bool mult
   // The check passes over the whole index once; its pages are dropped behind it, so a
   // multi-GB index is not all left resident (what the order needs is read again on demand).
   const MMapFile& idx = ds.idx_;
+  const MappedFileReader reader(idx);
   GRIDFEED_ASSIGN_OR_RETURN(
-      ds.view_, ParseIndex(idx.bytes(), idx_path, multimodal, check,
-                           [&idx](std::span<const std::byte> part) { idx.DropPages(part); }));
+      ds.view_, ParseIndex(
+                    idx.bytes(), idx_path, multimodal, check,
+                    [&idx](std::span<const std::byte> part) { idx.DropPages(part); }, &reader));
   GRIDFEED_ASSIGN_OR_RETURN(ds.bin_, MMapFile::Open(bin_path));
   if (ds.bin_.size() < ds.view_.bin_bytes_needed) {
     return DataLoss("corrupt token file '" + bin_path + "': field size: expected at least " +
@@ -92,18 +96,42 @@ uint64_t IndexedDataset::index_xxh3() const {
     const std::span<const std::byte> index = idx_.bytes();
     XXH3_state_t* state = XXH3_createState();
     GRIDFEED_CHECK(state != nullptr);
+    // The same digest as XXH3_64bits over the whole index, streamed in parts: read through a
+    // descriptor onto the mapped file (see MappedFileReader), else through the mapping,
+    // dropping its pages behind.
     XXH3_64bits_reset(state);
-    // The same digest as XXH3_64bits over the whole index, streamed in parts.
-    constexpr size_t kPart = size_t{32} << 20;
-    for (size_t at = 0; at < index.size(); at += kPart) {
-      const auto part = index.subspan(at, std::min(kPart, index.size() - at));
-      XXH3_64bits_update(state, part.data(), part.size());
-      idx_.DropPages(part);
+    const MappedFileReader reader(idx_);
+    bool read = reader.ok();
+    if (read) {
+      std::vector<std::byte> buffer(std::min(index.size(), size_t{1} << 20));
+      for (size_t at = 0; read && at < index.size(); at += buffer.size()) {
+        const auto part = std::span(buffer).first(std::min(buffer.size(), index.size() - at));
+        read = reader.ReadAt(at, part);
+        if (read) XXH3_64bits_update(state, part.data(), part.size());
+      }
+    }
+    if (!read) {
+      XXH3_64bits_reset(state);
+      constexpr size_t kPart = size_t{32} << 20;
+      for (size_t at = 0; at < index.size(); at += kPart) {
+        const auto part = index.subspan(at, std::min(kPart, index.size() - at));
+        XXH3_64bits_update(state, part.data(), part.size());
+        idx_.DropPages(part);
+      }
     }
     digest_->value = XXH3_64bits_digest(state);
     XXH3_freeState(state);
   });
   return digest_->value;
+}
+
+bool IndexedDataset::CopySequenceLengths(int64_t begin, int64_t end, int32_t* out) const {
+  if constexpr (std::endian::native != std::endian::little) return false;
+  if (end <= begin) return true;
+  const MappedFileReader reader(idx_);
+  const std::byte* from = view_.sequence_lengths.bytes().data() + static_cast<size_t>(begin) * 4;
+  const auto bytes = std::as_writable_bytes(std::span(out, static_cast<size_t>(end - begin)));
+  return reader.ok() && reader.ReadAt(static_cast<uint64_t>(from - idx_.bytes().data()), bytes);
 }
 
 bool IndexedDataset::Unchanged() const {

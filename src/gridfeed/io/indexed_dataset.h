@@ -58,8 +58,14 @@ class IndexedDataset {
   std::span<const std::byte> data_bytes() const { return bin_.bytes(); }
   // XXH3-64 of the whole index file (what the data facts and every reader's store facts name),
   // computed by the first caller and remembered, so a process that needs it twice passes over
-  // a multi-GB index once; thread safe. The pass drops its pages behind it.
+  // a multi-GB index once; thread safe. The pass reads through a descriptor onto the mapped
+  // file (MappedFileReader), else through the mapping, dropping its pages behind.
   uint64_t index_xxh3() const;
+  // Copies sequence_lengths()[begin, end) into `out` (host order) through a descriptor onto the
+  // mapped index (MappedFileReader: several times faster than the mapping where page faults
+  // are costly); false where it cannot (then read sequence_lengths()). REQUIRES: 0 <= begin <=
+  // end <= num_sequences(). Thread safe.
+  bool CopySequenceLengths(int64_t begin, int64_t end, int32_t* out) const;
   // Whether PREFIX.idx and PREFIX.bin are still the files this object mapped (FileIdentity:
   // device, inode, size, mtime), so a store opened earlier in the process may serve again.
   bool Unchanged() const;

@@ -95,4 +95,35 @@ void MMapFile::Reset() {
   size_ = 0;
 }
 
+MappedFileReader::MappedFileReader(const MMapFile& file) {
+  if (file.size() == 0) return;
+  const int fd = ::open(file.path().c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return;
+  auto identity = FileIdentity(fd, file.path());
+  if (identity.ok() && *identity == file.identity()) {
+    fd_ = fd;
+  } else {
+    ::close(fd);
+  }
+}
+
+MappedFileReader::MappedFileReader(MappedFileReader&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)) {}
+
+MappedFileReader::~MappedFileReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool MappedFileReader::ReadAt(uint64_t offset, std::span<std::byte> out) const {
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n =
+        ::pread(fd_, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
 }  // namespace gridfeed::io

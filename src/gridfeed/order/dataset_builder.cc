@@ -40,6 +40,9 @@ Status BuildMidTables(std::array<std::optional<SplitDataset>, 3>& splits, const 
         ds->DropIndexPages(
             bytes.subspan(static_cast<size_t>(begin) * 4, static_cast<size_t>(end - begin) * 4));
       };
+      g.copy_lengths = [ds = m.dataset.get()](int64_t begin, int64_t end, int32_t* out) {
+        return ds->CopySequenceLengths(begin, end, out);
+      };
       auto t = BuildGptTables(m.dataset->sequence_lengths(), m.begin, m.end, g, &m.times);
       if (!t.ok()) {
         statuses[j] = t.status().WithContext("dataset '" + m.prefix + "' split " +

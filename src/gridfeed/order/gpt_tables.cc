@@ -32,8 +32,11 @@ PageArray<int32_t> FillEpochs(int64_t begin, int64_t end, int64_t epochs) {
 
 // lengths[begin, end) copied into anonymous memory on huge pages: the sample index reads them
 // at random, and from the file mapping's 4 KiB pages nearly every read would miss the TLB.
-PageArray<int32_t> DenseLengths(io::LeSpan<int32_t> lengths, int64_t begin, int64_t end) {
+// Through `copy` where it can (a descriptor read), else element by element from the span.
+PageArray<int32_t> DenseLengths(io::LeSpan<int32_t> lengths, int64_t begin, int64_t end,
+                                const GptTablesConfig::CopyLengths& copy = {}) {
   PageArray<int32_t> out(static_cast<size_t>(end - begin));
+  if (copy && copy(begin, end, out.data())) return out;
   for (size_t i = 0; i < out.size(); ++i) out[i] = lengths[static_cast<size_t>(begin) + i];
   return out;
 }
@@ -149,9 +152,12 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   }
   const int64_t x = c.add_extra_token ? 1 : 0;
   GptTables t;
+  Stopwatch t0;
+  PageArray<int32_t> dense = DenseLengths(lengths, begin, end, c.copy_lengths);
+  if (c.lengths_read) c.lengths_read();
   int64_t max_length = 0;
-  for (int64_t i = begin; i < end; ++i) {
-    const int64_t len = lengths[static_cast<size_t>(i)];
+  for (size_t i = 0; i < dense.size(); ++i) {
+    const int64_t len = dense[i];
     t.num_tokens_per_epoch += len;
     max_length = std::max(max_length, len);
   }
@@ -245,9 +251,6 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
     shuffle_seconds = watch.Seconds();
   });
 
-  Stopwatch t0;
-  PageArray<int32_t> dense = DenseLengths(lengths, begin, end);
-  if (c.lengths_read) c.lengths_read();
   t.document_index = FillEpochs(begin, end, E);
   size_t at = 0;
   for (int64_t epochs : segments) {

@@ -24,6 +24,10 @@ struct GptTablesConfig {
   // Called once the build has made its own copy of the lengths (the caller may drop the pages
   // of a mapped index). May run on another thread than the caller's.
   std::function<void()> lengths_read;
+  // If set, copies lengths[begin, end) into `out` faster than element by element through the
+  // span (io::IndexedDataset::CopySequenceLengths); false: not done, the span is read.
+  using CopyLengths = std::function<bool(int64_t begin, int64_t end, int32_t* out)>;
+  CopyLengths copy_lengths;
 };
 
 // A read-only view of one dataset's tables, wherever they live (a GptTables, or a table image
