@@ -82,7 +82,8 @@ TEST(ParseIndex, ReadThroughADescriptorSameVerdictsAsTheMapping) {
   for (const Damage& dmg : {Damage{"none", 0, 0}, Damage{"sequence_pointers[5]", ptrs + 5 * 8, 99},
                             Damage{"sequence_pointers[2097155]", ptrs + 2097155 * 8, -1},
                             Damage{"document_indices[2097152]", docs + 2097152 * 8, 0},
-                            Damage{"document_indices[2097153]", docs + 2097153 * 8, 1}}) {
+                            Damage{"document_indices[2097153]", docs + 2097153 * 8, 1},
+                            Damage{"sequence_lengths[2097152]", lens + 2097152 * 4, -1}}) {
     SCOPED_TRACE(dmg.field);
     auto bytes = LongIndex(s);
     if (dmg.offset) std::memcpy(bytes.data() + dmg.offset, &dmg.value, 8);
@@ -95,8 +96,15 @@ TEST(ParseIndex, ReadThroughADescriptorSameVerdictsAsTheMapping) {
     ASSERT_TRUE(file.ok()) << file.status().ToString();
     const MappedFileReader reader(*file);
     ASSERT_TRUE(reader.ok());
-    auto through_reader = ParseIndex(file->bytes(), path, false, IndexCheck::kFull, {}, &reader);
-    auto through_map = ParseIndex(file->bytes(), path, false, IndexCheck::kFull, {}, nullptr);
+    // Parts read through the mapping are handed to `checked`: none when the reader serves.
+    int mapped_parts = 0;
+    const CheckedFn count = [&](std::span<const std::byte>) { ++mapped_parts; };
+    auto through_reader = ParseIndex(file->bytes(), path, false, IndexCheck::kFull, count, &reader);
+    EXPECT_EQ(mapped_parts, 0);
+    auto through_map = ParseIndex(file->bytes(), path, false, IndexCheck::kFull, count, nullptr);
+    if (dmg.offset == 0) {
+      EXPECT_GT(mapped_parts, 1);
+    }
     ASSERT_EQ(through_reader.ok(), through_map.ok());
     if (through_map.ok()) {
       EXPECT_STREQ(dmg.field, "none");

@@ -81,6 +81,10 @@ struct Feeder::Impl {
   Status OpenTokenStores();
   // This reader opens its node leader's very files (so the leader checks them in full).
   bool same_files_as_node_leader = false;
+  // World rank 0: the token stores its build opened and checked, until OpenTokenStores adopts
+  // them (after it has taken the files' identities, so a file replaced in between is opened
+  // anew and seen by the readers' checks).
+  order::OpenStores built_stores;
   Status CheckTokenStores();
   Status Resume();
   // Rank 0: whether the saved order (recomputed from its canonical text) reads what this run's

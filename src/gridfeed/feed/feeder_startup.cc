@@ -103,8 +103,7 @@ Result<parallel::ImageProducer> Feeder::Impl::NodeProducer(
 // received. The canonical text (options + data facts) follows.
 Status Feeder::Impl::BuildAndShareTables() {
   const parallel::Grid& g = *grid;
-  int64_t facts[2] = {0, -1};      // the split's length; where the node windows start (-1: whole)
-  order::OpenStores built_stores;  // rank 0's view serves from the stores its build checked
+  int64_t facts[2] = {0, -1};  // the split's length; where the node windows start (-1: whole)
   auto build = [&](int num_nodes) -> Result<parallel::ImageProducer> {
     GRIDFEED_ASSIGN_OR_RETURN(std::shared_ptr<order::BuiltOrder> built, pipeline->Build());
     built_stores = built->OpenedStores();
@@ -186,7 +185,6 @@ Status Feeder::Impl::BuildAndShareTables() {
     auto v = pipeline->ViewImage(image->bytes());
     if (v.ok()) {
       view = std::move(v).value();
-      view->AdoptTokenStores(built_stores);
     } else {
       viewed = v.status();
     }
@@ -196,7 +194,8 @@ Status Feeder::Impl::BuildAndShareTables() {
 
 // Readers open the token stores; a failure anywhere is the same error everywhere. A reader
 // whose files are its node leader's very files (device, inode, size, mtime) leaves the
-// per-element checks to the leader, which makes them at the same time.
+// per-element checks to the leader, which makes them at the same time. World rank 0 serves
+// from the stores its build opened where their files are still the ones it identified.
 Status Feeder::Impl::OpenTokenStores() {
   const parallel::Grid& g = *grid;
   Stopwatch watch;
@@ -217,6 +216,8 @@ Status Feeder::Impl::OpenTokenStores() {
     std::string leader_identity = identity;
     GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(node, 0, &leader_identity));
     same_files_as_node_leader = node_rank != 0 && !identity.empty() && identity == leader_identity;
+    view->AdoptTokenStores(built_stores);  // world rank 0's, if unchanged since identified
+    built_stores.clear();
     if (g.world_rank() == options.feed.testing_fail_open_rank) {
       opened =
           NotFound("cannot open '" + view->token_stores().front() + ".bin' (injected by test)");

@@ -46,9 +46,9 @@ struct IndexView {
 // full (the same device, inode, size and mtime), where the per-element pass would only repeat
 // that work.
 enum class IndexCheck { kFull, kStructure };
-// `checked`, if set, is called with each part of the pointers and document indices once the
-// full check has passed over it (16 MB at a time), so the caller can drop those pages of a
-// mapped file. (Not the lengths: every order reads them next.)
+// `checked`, if set, is called with each part of the pointers and document indices that the
+// full check read through `bytes` once it has passed over it (16 MB at a time), so the caller
+// can drop those pages of a mapped file. (Not the lengths: every order reads them next.)
 using CheckedFn = std::function<void(std::span<const std::byte>)>;
 // `reader`, if usable: a descriptor onto the file `bytes` maps (MappedFileReader), through which
 // the full check reads its parts (the mapping's pages are then not touched; on a read error a

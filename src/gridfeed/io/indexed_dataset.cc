@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -58,11 +59,13 @@ Result<IndexedDataset> IndexedDataset::Open(const std::string& prefix, bool mult
   // The check passes over the whole index once; its pages are dropped behind it, so a
   // multi-GB index is not all left resident (what the order needs is read again on demand).
   const MMapFile& idx = ds.idx_;
-  const MappedFileReader reader(idx);
-  GRIDFEED_ASSIGN_OR_RETURN(
-      ds.view_, ParseIndex(
-                    idx.bytes(), idx_path, multimodal, check,
-                    [&idx](std::span<const std::byte> part) { idx.DropPages(part); }, &reader));
+  std::optional<MappedFileReader> reader;  // the structure check reads a few bytes only
+  if (check == IndexCheck::kFull) reader.emplace(idx);
+  GRIDFEED_ASSIGN_OR_RETURN(ds.view_,
+                            ParseIndex(
+                                idx.bytes(), idx_path, multimodal, check,
+                                [&idx](std::span<const std::byte> part) { idx.DropPages(part); },
+                                reader ? &*reader : nullptr));
   GRIDFEED_ASSIGN_OR_RETURN(ds.bin_, MMapFile::Open(bin_path));
   if (ds.bin_.size() < ds.view_.bin_bytes_needed) {
     return DataLoss("corrupt token file '" + bin_path + "': field size: expected at least " +

@@ -30,11 +30,11 @@ std::string Hex(uint64_t v) {
 
 StoreFacts FactsOf(const std::string& name, std::span<const std::byte> index,
                    std::span<const std::byte> data, uint64_t salt) {
-  return FactsOf(name, XXH3_64bits(index.data(), index.size()), data, salt);
+  return FactsWithIndexDigest(name, XXH3_64bits(index.data(), index.size()), data, salt);
 }
 
-StoreFacts FactsOf(const std::string& name, uint64_t index_xxh3, std::span<const std::byte> data,
-                   uint64_t salt) {
+StoreFacts FactsWithIndexDigest(const std::string& name, uint64_t index_xxh3,
+                                std::span<const std::byte> data, uint64_t salt) {
   StoreFacts f;
   f.name = name;
   f.index_xxh3 = index_xxh3;

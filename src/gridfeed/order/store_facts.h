@@ -24,8 +24,9 @@ struct StoreFacts {
 StoreFacts FactsOf(const std::string& name, std::span<const std::byte> index,
                    std::span<const std::byte> data, uint64_t salt);
 // The same facts where the index's XXH3-64 is known already (io::IndexedDataset::index_xxh3).
-StoreFacts FactsOf(const std::string& name, uint64_t index_xxh3, std::span<const std::byte> data,
-                   uint64_t salt);
+// (Its own name: an `index` of `{}` must never pick this one.)
+StoreFacts FactsWithIndexDigest(const std::string& name, uint64_t index_xxh3,
+                                std::span<const std::byte> data, uint64_t salt);
 
 // One line per store, for a broadcast; Decode is its inverse (empty on malformed text).
 std::string EncodeFacts(const std::vector<StoreFacts>& facts);

@@ -67,7 +67,7 @@ class MegatronView final : public OrderView {
       const auto it = stores_.find(prefix);
       if (it == stores_.end()) continue;
       const io::IndexedDataset& store = *it->second;
-      out.push_back(FactsOf(prefix, store.index_xxh3(), store.data_bytes(), salt));
+      out.push_back(FactsWithIndexDigest(prefix, store.index_xxh3(), store.data_bytes(), salt));
     }
     return out;
   }
