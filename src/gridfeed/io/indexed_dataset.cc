@@ -56,8 +56,9 @@ Result<IndexedDataset> IndexedDataset::Open(const std::string& prefix, bool mult
   const std::string idx_path = prefix + ".idx";
   const std::string bin_path = prefix + ".bin";
   GRIDFEED_ASSIGN_OR_RETURN(ds.idx_, MMapFile::Open(idx_path));
-  // The check passes over the whole index once; its pages are dropped behind it, so a
-  // multi-GB index is not all left resident (what the order needs is read again on demand).
+  // The full check passes over the whole index once, through a descriptor where it can (the
+  // mapping untouched), else through the mapping, dropping its pages behind it so a multi-GB
+  // index is not all left resident (what the order needs is read again on demand).
   const MMapFile& idx = ds.idx_;
   std::optional<MappedFileReader> reader;  // the structure check reads a few bytes only
   if (check == IndexCheck::kFull) reader.emplace(idx);

@@ -46,8 +46,9 @@ class Arrays {
     return nlohmann::json::array({offset, v.size()});
   }
   size_t size() const { return size_; }
-  // The destination is fresh shared memory: half its time is page faults, so a second thread
-  // copies (and faults in) the second half of each large piece.
+  // The destination is shared memory on 4 KiB pages (prefaulted by the window, else faulted
+  // here), where a copy is bound by page walks: a second thread copies the second half of each
+  // large piece.
   static void CopyOnTwoThreads(std::byte* dst, const std::byte* src, size_t n) {
     if (n < (size_t{8} << 20)) {
       std::memcpy(dst, src, n);
