@@ -52,14 +52,17 @@ constexpr int kPopulateWrite = 23;
 #ifdef MADV_POPULATE_WRITE
 static_assert(MADV_POPULATE_WRITE == kPopulateWrite);
 #endif
-void PrefaultForWrite(std::byte* base, uint64_t size) {
+// Prefaults part `part` of `parts` of [base, base + size) (whole pages; the parts tile the
+// range's pages). Returns false where the kernel refused the advice.
+bool PrefaultForWrite(std::byte* base, uint64_t size, int part, int parts) {
   static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const uintptr_t lo = (reinterpret_cast<uintptr_t>(base) + page - 1) / page * page;
   const uintptr_t hi = (reinterpret_cast<uintptr_t>(base) + size) / page * page;
-  if (hi > lo && ::madvise(reinterpret_cast<void*>(lo), hi - lo, kPopulateWrite) != 0) {
-    log::Debug(std::string("the window is not prefaulted (madvise: ") + std::strerror(errno) +
-               "); it faults while filled");
-  }
+  if (hi <= lo) return true;
+  const uintptr_t pages = (hi - lo) / page, per = (pages + parts - 1) / parts;
+  const uintptr_t from = lo + std::min(pages, per * part) * page;
+  const uintptr_t to = lo + std::min(pages, per * (part + 1)) * page;
+  return to <= from || ::madvise(reinterpret_cast<void*>(from), to - from, kPopulateWrite) == 0;
 }
 
 }  // namespace
@@ -109,7 +112,15 @@ Status SharedImage::AllocateWindow(MPI_Comm agree, int rank_name, uint64_t size,
                     MpiStatus(MPI_Win_shared_query(window_, 0, &leader_size, &disp, base),
                               "MPI_Win_shared_query"),
                     rank_name));
-  if (node_rank_ == 0) PrefaultForWrite(*base, size);
+  // A shared page is the node's whoever faults it in first: every rank of the node (asleep
+  // otherwise) faults in its share, spreading the cost over the node's cores; the leader then
+  // maps the whole, cheaply where its peers were first (1.46 GB, 8 ranks on 2 vCPUs, window
+  // allocated and prefaulted: 0.87-1.29 s against 1.26-1.71 s for the leader alone).
+  if (readers_on_node_ > 1) PrefaultForWrite(*base, size, node_rank_, readers_on_node_);
+  if (node_rank_ == 0 && !PrefaultForWrite(*base, size, 0, 1)) {
+    log::Debug(std::string("the window is not prefaulted (madvise: ") + std::strerror(errno) +
+               "); it faults while filled");
+  }
   return Status::Ok();
 }
 
