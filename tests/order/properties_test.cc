@@ -99,6 +99,57 @@ INSTANTIATE_TEST_SUITE_P(Order, TablesProperty,
                                             ::testing::Values(int64_t{10}, int64_t{900},
                                                               int64_t{4000})));
 
+// With one epoch the build walks the sample index over (id, length) pairs it shuffled;
+// BuildSampleIndex (golden-tested against Megatron's helper) walks the lengths array through
+// the document index. Both must give the same rows: empty documents, rows ending at a
+// document's end, runs past the last token (no drop_last), one epoch and several (with and
+// without a separate final epoch).
+TEST(Properties, SampleIndexMatchesTheWalkThroughTheDocumentIndex) {
+  int one_epoch = 0;
+  int cases = 0, separate = 0;
+  for (uint32_t seed = 0; seed < 60; ++seed) {
+    std::mt19937 g(seed);
+    const int docs = 1 + static_cast<int>(g() % 3000);
+    const int32_t max_length = seed % 3 == 0 ? 3 : 1 + static_cast<int32_t>(g() % 400);
+    std::vector<int32_t> lengths(static_cast<size_t>(docs));
+    for (auto& l : lengths) l = g() % 5 == 0 ? 0 : static_cast<int32_t>(g() % (max_length + 1));
+    lengths.back() = seed % 4 == 0 ? 0 : lengths.back();  // an empty last document too
+    int64_t tokens = 0;
+    for (int32_t l : lengths) tokens += l;
+    if (tokens < 2) continue;
+    io::LeSpan<int32_t> len(reinterpret_cast<const std::byte*>(lengths.data()), lengths.size());
+    for (bool extra : {false, true}) {
+      for (bool drop_last : {true, false}) {
+        GptTablesConfig c;
+        c.seed = seed;
+        c.seq_length = 1 + static_cast<int64_t>(g() % (seed % 2 ? 7 : 600));
+        c.add_extra_token = extra;
+        c.drop_last = drop_last;
+        // No sample count (one epoch), or one that takes several epochs.
+        if (seed % 5 != 0)
+          c.num_samples = 1 + static_cast<int64_t>(g() % (3 * tokens / c.seq_length + 1));
+        auto t = BuildGptTables(len, 0, docs, c);
+        ASSERT_TRUE(t.ok()) << t.status().ToString();
+        auto forward =
+            BuildSampleIndex<int32_t>(len, t->document_index, c.seq_length, t->num_epochs,
+                                      t->num_tokens_per_epoch, drop_last, extra);
+        ASSERT_EQ(t->sample_index32.size(), forward.size()) << "seed " << seed;
+        for (size_t i = 0; i < forward.size(); ++i) {
+          ASSERT_EQ(t->sample_index32[i], forward[i])
+              << "seed " << seed << " extra " << extra << " drop_last " << drop_last << " entry "
+              << i << " of " << forward.size() << ", seq " << c.seq_length;
+        }
+        ++cases;
+        separate += t->separate_final_epoch ? 1 : 0;
+        one_epoch += t->num_epochs == 1 ? 1 : 0;
+      }
+    }
+  }
+  EXPECT_GT(cases, 150);
+  EXPECT_GT(separate, 0);
+  EXPECT_GT(one_epoch, 30);
+}
+
 TEST(Properties, EmptySplitWithSamplesIsAnErrorNotAHang) {
   std::vector<int32_t> lengths = {5, 5};
   GptTablesConfig c;

@@ -135,6 +135,20 @@ class PageArray {
     if (bytes) ::madvise(base_, bytes, MADV_DONTNEED);
   }
 
+  // Keeps the first `n` entries (no more than size()) and gives back the whole pages after
+  // them: for a buffer whose tail was scratch space.
+  void Truncate(size_t n) {
+    if (n >= size_) return;
+    const size_t keep = (n * sizeof(T) + page_array_internal::kPage - 1) /
+                        page_array_internal::kPage * page_array_internal::kPage;
+    if (keep < mapped_) {
+      ::munmap(base_ + keep, mapped_ - keep);
+      mapped_ = keep;
+    }
+    if (mapped_ == 0) base_ = nullptr;
+    size_ = n;
+  }
+
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   T* data() { return reinterpret_cast<T*>(base_); }

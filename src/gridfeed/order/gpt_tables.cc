@@ -30,15 +30,13 @@ PageArray<int32_t> FillEpochs(int64_t begin, int64_t end, int64_t epochs) {
   return out;
 }
 
-// lengths[begin, end) copied into anonymous memory on huge pages: the sample index reads them
-// at random, and from the file mapping's 4 KiB pages nearly every read would miss the TLB.
-// Through `copy` where it can (a descriptor read), else element by element from the span.
-PageArray<int32_t> DenseLengths(io::LeSpan<int32_t> lengths, int64_t begin, int64_t end,
-                                const GptTablesConfig::CopyLengths& copy = {}) {
-  PageArray<int32_t> out(static_cast<size_t>(end - begin));
-  if (copy && copy(begin, end, out.data())) return out;
-  for (size_t i = 0; i < out.size(); ++i) out[i] = lengths[static_cast<size_t>(begin) + i];
-  return out;
+// lengths[begin, end) copied to `out` (anonymous memory on huge pages: the sample index reads
+// them at random, and from the file mapping's 4 KiB pages nearly every read would miss the
+// TLB). Through `copy` where it can (a descriptor read), else element by element from the span.
+void ReadLengths(io::LeSpan<int32_t> lengths, int64_t begin, int64_t end,
+                 const GptTablesConfig::CopyLengths& copy, int32_t* out) {
+  if (copy && copy(begin, end, out)) return;
+  for (int64_t i = 0; i < end - begin; ++i) out[i] = lengths[static_cast<size_t>(begin + i)];
 }
 
 // Consumer side of a numpy shuffle of x whose swap targets come from `draws`: a block of
@@ -60,6 +58,29 @@ void ApplyShuffle(std::span<T> x, DrawStream& draws) {
   }
 }
 
+// ApplyShuffle over (id, length) pairs, x[2 i] and x[2 i + 1], moved as one 8-byte unit.
+void ApplyPairShuffle(int32_t* x, size_t n, DrawStream& draws) {
+  constexpr size_t kAhead = 32;
+  uint32_t targets[kAhead];
+  auto swap = [x](size_t a, size_t b) {
+    uint64_t u, v;
+    std::memcpy(&u, x + 2 * a, 8);
+    std::memcpy(&v, x + 2 * b, 8);
+    std::memcpy(x + 2 * a, &v, 8);
+    std::memcpy(x + 2 * b, &u, 8);
+  };
+  size_t i = n;
+  while (i > 1) {
+    const size_t block = std::min(kAhead, i - 1);
+    for (size_t k = 0; k < block; ++k) {
+      targets[k] = draws.Pop();
+      __builtin_prefetch(x + 2 * size_t{targets[k]}, 1);
+    }
+    for (size_t k = 0; k < block; ++k) swap(i - 1 - k, targets[k]);
+    i -= block;
+  }
+}
+
 // Producer side: the same targets numpy's shuffle of n < 2^32 elements draws (all 32-bit).
 void DrawShuffle(size_t n, NumpyRandomState& rng, DrawStream& draws) {
   for (size_t i = n; i > 1; --i) draws.Push(rng.Interval32(static_cast<uint32_t>(i - 1)));
@@ -72,28 +93,22 @@ void Iota(PageArray<T>& out, int64_t begin, int64_t end) {
 }
 
 // Megatron's build_sample_idx (helpers.cpp): n samples of seq_length (+ x) tokens as
-// [n + 1, 2] rows (position in document_index, offset). The length at position d is
-// lengths[document_index[d] - first]; those reads go in document-index order, i.e. at random,
-// so they are prefetched a few dozen positions ahead. `out` holds 2 (n + 1) entries.
-template <typename T>
-void WalkSampleIndex(std::span<const int32_t> document_index, const int32_t* lengths, int64_t first,
-                     int64_t seq_length, int64_t n, bool add_extra_token, PageArray<T>& out) {
+// [n + 1, 2] rows (position in the document index, offset), over doc_count positions whose
+// lengths `length_of(d)` gives; `prefetch(d)` is told a few dozen positions ahead. `out` holds
+// 2 (n + 1) entries.
+template <typename T, typename LengthOf, typename Prefetch>
+void WalkSamples(int64_t doc_count, LengthOf length_of, Prefetch prefetch, int64_t seq_length,
+                 int64_t n, bool add_extra_token, PageArray<T>& out) {
   const int64_t x = add_extra_token ? 1 : 0;
-  const int64_t doc_count = static_cast<int64_t>(document_index.size());
   const int64_t last = doc_count - 1;
   constexpr int64_t kAhead = 48;
-  auto length_of = [&](int64_t d) {
-    return int64_t{lengths[document_index[static_cast<size_t>(d)] - first]};
-  };
   int64_t d = 0, offset = 0;
   out[0] = 0;
   out[1] = 0;
   for (int64_t s = 1; s <= n; ++s) {
     int64_t remaining = seq_length + x;
     while (remaining != 0) {
-      if (d + kAhead < doc_count) {
-        __builtin_prefetch(lengths + (document_index[static_cast<size_t>(d + kAhead)] - first));
-      }
+      if (d + kAhead < doc_count) prefetch(d + kAhead);
       const int64_t doc_length = length_of(d) - offset;
       remaining -= doc_length;
       if (remaining <= 0) {
@@ -113,6 +128,19 @@ void WalkSampleIndex(std::span<const int32_t> document_index, const int32_t* len
   }
 }
 
+// WalkSamples where the length at position d is lengths[document_index[d] - first]: those
+// reads go in document-index order, i.e. at random, so they are prefetched.
+template <typename T>
+void WalkSampleIndex(std::span<const int32_t> document_index, const int32_t* lengths, int64_t first,
+                     int64_t seq_length, int64_t n, bool add_extra_token, PageArray<T>& out) {
+  const int32_t* at = lengths - first;
+  WalkSamples<T>(
+      static_cast<int64_t>(document_index.size()),
+      [&](int64_t d) { return int64_t{at[document_index[static_cast<size_t>(d)]]}; },
+      [&](int64_t d) { __builtin_prefetch(at + document_index[static_cast<size_t>(d)]); },
+      seq_length, n, add_extra_token, out);
+}
+
 }  // namespace
 
 int64_t SampleCount(int64_t num_epochs, int64_t tokens_per_epoch, int64_t seq_length,
@@ -129,7 +157,8 @@ template <typename T>
 PageArray<T> BuildSampleIndex(io::LeSpan<int32_t> lengths, std::span<const int32_t> document_index,
                               int64_t seq_length, int64_t num_epochs, int64_t tokens_per_epoch,
                               bool drop_last, bool add_extra_token) {
-  const PageArray<int32_t> dense = DenseLengths(lengths, 0, static_cast<int64_t>(lengths.size()));
+  PageArray<int32_t> dense(lengths.size());
+  ReadLengths(lengths, 0, static_cast<int64_t>(lengths.size()), {}, dense.data());
   const int64_t n =
       SampleCount(num_epochs, tokens_per_epoch, seq_length, drop_last, add_extra_token);
   PageArray<T> out(static_cast<size_t>(2 * (n + 1)));
@@ -153,10 +182,15 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   const int64_t x = c.add_extra_token ? 1 : 0;
   GptTables t;
   Stopwatch t0;
-  PageArray<int32_t> dense = DenseLengths(lengths, begin, end, c.copy_lengths);
+  // The split's lengths go to the upper half of a buffer of twice their count; its lower half
+  // is touched only with one epoch, where the shuffle moves (id, length) pairs (see below).
+  const int64_t n_seq = end - begin;
+  PageArray<int32_t> buffer(static_cast<size_t>(2 * n_seq));
+  int32_t* const dense = buffer.data() + n_seq;
+  ReadLengths(lengths, begin, end, c.copy_lengths, dense);
   if (c.lengths_read) c.lengths_read();
   int64_t max_length = 0;
-  for (size_t i = 0; i < dense.size(); ++i) {
+  for (int64_t i = 0; i < n_seq; ++i) {
     const int64_t len = dense[i];
     t.num_tokens_per_epoch += len;
     max_length = std::max(max_length, len);
@@ -191,7 +225,6 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
     }
     t.separate_final_epoch = from_final < threshold;
   }
-  const int64_t n_seq = end - begin;
   if (n_seq * E > std::numeric_limits<int32_t>::max()) {
     return InvalidArgument("document index of " + std::to_string(n_seq * E) +
                            " entries does not fit Megatron's int32 document_index");
@@ -251,24 +284,56 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
     shuffle_seconds = watch.Seconds();
   });
 
-  t.document_index = FillEpochs(begin, end, E);
-  size_t at = 0;
-  for (int64_t epochs : segments) {
-    const size_t len = static_cast<size_t>(n_seq * epochs);
-    ApplyShuffle(std::span<int32_t>(t.document_index.data() + at, len), draws);
-    at += len;
-  }
-  const double doc_seconds = t0.Seconds();
-  t0 = Stopwatch();
-  pages_ready.wait();
-  if (t.sample_index_is_int64) {
-    WalkSampleIndex<int64_t>(t.document_index, dense.data(), begin, c.seq_length, n,
-                             c.add_extra_token, t.sample_index64);
+  double doc_seconds = 0;
+  if (E == 1) {
+    // One epoch: the shuffle moves (id, length) pairs, so the sample index reads the lengths
+    // in order rather than one at random per document (146.5M documents: 1.5 s less); then
+    // the ids are packed to the front and the rest given back. A length is read before its
+    // pair is written: pair i covers lengths up to i, already read.
+    int32_t* const pairs = buffer.data();
+    for (int64_t i = 0; i < n_seq; ++i) {
+      const int32_t len = dense[i];
+      pairs[2 * i] = static_cast<int32_t>(begin + i);
+      pairs[2 * i + 1] = len;
+    }
+    ApplyPairShuffle(pairs, static_cast<size_t>(n_seq), draws);
+    doc_seconds = t0.Seconds();
+    t0 = Stopwatch();
+    pages_ready.wait();
+    auto walk = [&](auto& out) {
+      using Out = std::remove_cvref_t<decltype(out[0])>;
+      WalkSamples<Out>(
+          n_seq, [pairs](int64_t d) { return int64_t{pairs[2 * d + 1]}; }, [](int64_t) {},
+          c.seq_length, n, c.add_extra_token, out);
+    };
+    if (t.sample_index_is_int64) {
+      walk(t.sample_index64);
+    } else {
+      walk(t.sample_index32);
+    }
+    for (int64_t i = 0; i < n_seq; ++i) pairs[i] = pairs[2 * i];
+    buffer.Truncate(static_cast<size_t>(n_seq));
+    t.document_index = std::move(buffer);
   } else {
-    WalkSampleIndex<int32_t>(t.document_index, dense.data(), begin, c.seq_length, n,
-                             c.add_extra_token, t.sample_index32);
+    t.document_index = FillEpochs(begin, end, E);
+    size_t at = 0;
+    for (int64_t epochs : segments) {
+      const size_t len = static_cast<size_t>(n_seq * epochs);
+      ApplyShuffle(std::span<int32_t>(t.document_index.data() + at, len), draws);
+      at += len;
+    }
+    doc_seconds = t0.Seconds();
+    t0 = Stopwatch();
+    pages_ready.wait();
+    if (t.sample_index_is_int64) {
+      WalkSampleIndex<int64_t>(t.document_index, dense, begin, c.seq_length, n, c.add_extra_token,
+                               t.sample_index64);
+    } else {
+      WalkSampleIndex<int32_t>(t.document_index, dense, begin, c.seq_length, n, c.add_extra_token,
+                               t.sample_index32);
+    }
+    buffer = PageArray<int32_t>();
   }
-  dense = PageArray<int32_t>();
   const double sample_seconds = t0.Seconds();
   drawer.join();
   if (times) {

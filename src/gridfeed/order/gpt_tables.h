@@ -115,7 +115,9 @@ struct GptTablesTimes {
 // and meanwhile shuffles the shuffle index (whose length follows from the token count alone)
 // with the draws that come next. The tables live in PageArrays
 // (uninitialised, huge pages); beside them the build holds one dense copy of the split's
-// lengths (4 bytes per sequence).
+// lengths (4 bytes per sequence), which with one epoch travel with the document ids through
+// the shuffle (the document index's 4 bytes per entry doubled until the sample index is
+// walked).
 Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int64_t end,
                                  const GptTablesConfig& config, GptTablesTimes* times = nullptr);
 
