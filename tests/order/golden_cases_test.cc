@@ -212,5 +212,55 @@ INSTANTIATE_TEST_SUITE_P(Megatron, GoldenCase, ::testing::ValuesIn(CaseNames()),
 
 TEST(GoldenCases, AllPresent) { EXPECT_GE(CaseNames().size(), 27u); }
 
+// The stores are opened on several threads and the weighted blend is built beside them; an
+// error is still the first one in the blend's order, and a return leaves no thread running.
+TEST(BuildDatasets, OpenErrorsNameTheFirstBadPrefixInOrder) {
+  const std::string good = GoldenDir() + "/corpora/corpus_u16";
+  for (int rep = 0; rep < 20; ++rep) {
+    DatasetConfig c;
+    c.seq_length = 16;
+    c.split = "100,0,0";
+    c.sizes = {int64_t{1000}, std::nullopt, std::nullopt};
+    c.data_path = std::vector<std::string>{"1", good, "1", good + "_missing_a",
+                                           "1", good, "1", good + "_missing_b"};
+    auto built = BuildDatasets(c);
+    ASSERT_FALSE(built.ok());
+    EXPECT_NE(built.status().ToString().find("corpus_u16_missing_a"), std::string::npos)
+        << built.status().ToString();
+    EXPECT_EQ(built.status().ToString().find("_missing_b"), std::string::npos)
+        << built.status().ToString();
+  }
+  // Both stores good: the same tables as the single-threaded build.
+  DatasetConfig c;
+  c.seq_length = 16;
+  c.split = "100,0,0";
+  c.sizes = {int64_t{3000}, std::nullopt, std::nullopt};
+  c.data_path = std::vector<std::string>{"0.3", good, "0.7", GoldenDir() + "/corpora/corpus_i32"};
+  auto parallel = BuildDatasets(c);
+  ASSERT_TRUE(parallel.ok()) << parallel.status().ToString();
+  c.threads = 1;
+  auto serial = BuildDatasets(c);
+  ASSERT_TRUE(serial.ok()) << serial.status().ToString();
+  const SplitDataset& p = *parallel->splits[0];
+  const SplitDataset& s = *serial->splits[0];
+  EXPECT_EQ(p.blend.dataset_index, s.blend.dataset_index);
+  EXPECT_EQ(p.blend.dataset_sample_index, s.blend.dataset_sample_index);
+  EXPECT_EQ(p.blend.dataset_index, BuildBlendingIndices(p.weights, *p.size).dataset_index);
+  ASSERT_EQ(p.mids.size(), 2u);
+  EXPECT_TRUE(p.mids[1].tables.document_index == s.mids[1].tables.document_index);
+}
+
+TEST(BuildDatasets, ABadWeightIsReportedBeforeAnyStoreIsOpened) {
+  DatasetConfig c;
+  c.seq_length = 16;
+  c.split = "100,0,0";
+  c.sizes = {int64_t{1000}, std::nullopt, std::nullopt};
+  c.data_path = std::vector<std::string>{"-1", "no_such_store_a", "1", "no_such_store_b"};
+  auto built = BuildDatasets(c);
+  ASSERT_FALSE(built.ok());
+  EXPECT_EQ(built.status().ToString().find("no_such_store"), std::string::npos)
+      << built.status().ToString();
+}
+
 }  // namespace
 }  // namespace gridfeed::order

@@ -1,5 +1,6 @@
 #include "gridfeed/order/dataset_builder.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <thread>
@@ -97,6 +98,54 @@ MidDataset MakeMid(const std::string& prefix, Split split, std::pair<double, dou
   return m;
 }
 
+// Opens every prefix of `prefixes` once (in order, duplicates skipped) on up to `threads`
+// threads into `open`; the first failure in prefix order is the error (the same one a serial
+// open reports).
+Status OpenStores(const std::vector<std::string>& prefixes, const DatasetConfig& c,
+                  std::map<std::string, std::shared_ptr<const io::IndexedDataset>>& open) {
+  std::vector<std::string> todo;
+  for (const auto& p : prefixes) {
+    if (open.count(p) == 0 && std::find(todo.begin(), todo.end(), p) == todo.end()) {
+      todo.push_back(p);
+    }
+  }
+  std::vector<std::optional<Result<io::IndexedDataset>>> opened(todo.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
+      opened[i].emplace(io::IndexedDataset::Open(todo[i]));
+    }
+  };
+  {
+    // Opening is mostly reading and checking the index: a few threads overlap it well.
+    const size_t n = std::min<size_t>(
+        todo.size(), c.threads > 0
+                         ? c.threads
+                         : std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
+    std::vector<std::jthread> pool;
+    for (size_t t = 1; t < n; ++t) pool.emplace_back(worker);
+    worker();
+  }
+  for (size_t i = 0; i < todo.size(); ++i) {
+    GRIDFEED_RETURN_IF_ERROR(opened[i]->status());
+    if (c.sequences_per_dataset) {
+      GRIDFEED_RETURN_IF_ERROR(CheckSequenceCounts(c, todo[i], **opened[i]));
+    }
+    open[todo[i]] = std::make_shared<const io::IndexedDataset>(std::move(**opened[i]));
+  }
+  return Status::Ok();
+}
+
+// A weighted blend's table depends on its weights and size only, so it is built on a thread of
+// its own while the stores are opened and the mid-level tables built.
+struct PendingBlend {
+  std::vector<double> weights;  // NormalizedBlendWeights' result
+  int64_t size = 0;
+  BlendTables tables;
+  double seconds = 0;
+  std::jthread thread;  // joins on destruction (every return path)
+};
+
 }  // namespace
 
 Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
@@ -117,61 +166,77 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
                            " equals the EOD id; using pad id -1 like Megatron");
   }
 
-  // Parse every blend and open every token store once.
+  // Parse every blend.
   std::array<std::optional<Blend>, 3> blends;
   std::optional<Blend> blend;
-  std::map<std::string, std::shared_ptr<const io::IndexedDataset>> open;
-  Stopwatch t0;
-  auto open_all = [&](const Blend& b) -> Status {
-    for (const auto& p : b.prefixes) {
-      if (open.count(p)) continue;
-      GRIDFEED_ASSIGN_OR_RETURN(io::IndexedDataset ds, io::IndexedDataset::Open(p));
-      if (c.sequences_per_dataset) GRIDFEED_RETURN_IF_ERROR(CheckSequenceCounts(c, p, ds));
-      open[p] = std::make_shared<const io::IndexedDataset>(std::move(ds));
-    }
-    return Status::Ok();
-  };
   if (per_split) {
     for (int i = 0; i < 3; ++i) {
       if (!c.split_paths[i]) continue;
       GRIDFEED_ASSIGN_OR_RETURN(blends[i], ParseDataPath(*c.split_paths[i]));
-      GRIDFEED_RETURN_IF_ERROR(open_all(*blends[i]));
     }
   } else {
     GRIDFEED_ASSIGN_OR_RETURN(blend, ParseDataPath(*c.data_path));
-    GRIDFEED_RETURN_IF_ERROR(open_all(*blend));
-  }
-  out.seconds_open = t0.Seconds();
-
-  if (!per_split) {
     GRIDFEED_ASSIGN_OR_RETURN(out.split_matrix, SplitMatrixOf(c.split.value_or(""), &out.warnings));
   }
+  auto blend_of = [&](int i) -> const Blend* {
+    return per_split ? (blends[i] ? &*blends[i] : nullptr) : &*blend;
+  };
+  auto bookend_of = [&](int i) {
+    return per_split ? Bookend(std::make_pair(0.0, 1.0)) : out.split_matrix[i];
+  };
+  auto single = [&](const Blend& b) { return b.prefixes.size() == 1 && (per_split || !b.weights); };
+
+  // Weighted blends start now (destroyed, hence joined, on every return below).
+  std::array<std::unique_ptr<PendingBlend>, 3> pending;
+  for (int i = 0; i < 3; ++i) {
+    const Blend* b = blend_of(i);
+    if (b == nullptr || !bookend_of(i) || single(*b) || !b->weights) continue;
+    if (!c.sizes[i]) {
+      return InvalidArgument(std::string("split ") + kSplitNames[i] +
+                             ": a weighted blend needs a sample count (got none)");
+    }
+    auto p = std::make_unique<PendingBlend>();
+    GRIDFEED_ASSIGN_OR_RETURN(p->weights, NormalizedBlendWeights(*b->weights));
+    for (double w : p->weights) {
+      p->size += static_cast<int64_t>(std::ceil(static_cast<double>(*c.sizes[i]) * w));
+    }
+    p->thread = std::jthread([q = p.get()] {
+      Stopwatch watch;
+      q->tables = BuildBlendingIndices(Normalize(q->weights), q->size);
+      q->seconds = watch.Seconds();
+    });
+    pending[i] = std::move(p);
+  }
+
+  // Open every token store once.
+  std::map<std::string, std::shared_ptr<const io::IndexedDataset>> open;
+  Stopwatch t0;
+  for (int i = 0; i < 3; ++i) {
+    if (const Blend* b = blend_of(i); b != nullptr && (per_split || i == 0)) {
+      GRIDFEED_RETURN_IF_ERROR(OpenStores(b->prefixes, c, open));
+    }
+  }
+  out.seconds_open = t0.Seconds();
 
   // Lay out the datasets of each split (tables are built afterwards, in parallel).
   for (int i = 0; i < 3; ++i) {
     const Split split = static_cast<Split>(i);
-    const Blend* b = per_split ? (blends[i] ? &*blends[i] : nullptr) : &*blend;
+    const Blend* b = blend_of(i);
     if (b == nullptr) continue;
-    Bookend bookend = per_split ? Bookend(std::make_pair(0.0, 1.0)) : out.split_matrix[i];
+    Bookend bookend = bookend_of(i);
     if (!bookend) continue;
     SplitDataset sd;
-    if (b->prefixes.size() == 1 && (per_split || !b->weights)) {
+    if (single(*b)) {
       sd.mids.push_back(MakeMid(b->prefixes[0], split, *bookend, c.sizes[i], open));
     } else if (b->weights) {
-      if (!c.sizes[i]) {
-        return InvalidArgument(std::string("split ") + kSplitNames[i] +
-                               ": a weighted blend needs a sample count (got none)");
-      }
-      GRIDFEED_ASSIGN_OR_RETURN(const std::vector<double> w, NormalizedBlendWeights(*b->weights));
+      const std::vector<double>& w = pending[i]->weights;
       auto per_dataset = SizePerSplitPerDataset(w, c.sizes, c.mid_level_dataset_surplus);
       sd.blended = true;
       sd.weights = Normalize(w);
-      int64_t size = 0;
       for (size_t k = 0; k < w.size(); ++k) {
-        size += static_cast<int64_t>(std::ceil(static_cast<double>(*c.sizes[i]) * w[k]));
         sd.mids.push_back(MakeMid(b->prefixes[k], split, *bookend, per_dataset[k][i], open));
       }
-      sd.size = size;
+      sd.size = pending[i]->size;
     } else {
       sd.blended = true;
       for (const auto& p : b->prefixes)
@@ -214,7 +279,9 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
         sd.blend = BuildExhaustiveBlendingIndices(sizes);
       }
     } else {
-      sd.blend = BuildBlendingIndices(sd.weights, *sd.size);
+      pending[i]->thread.join();
+      sd.blend = std::move(pending[i]->tables);
+      out.seconds_blend_build += pending[i]->seconds;
     }
     sd.length = static_cast<int64_t>(sd.blend.dataset_index.size());
     // Every source must have the samples the blend asks of it (Megatron fails mid-run).
