@@ -2,8 +2,11 @@
 // and micro-batches to equal Megatron's exactly (values and dtypes).
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "golden_util.h"
 #include "gridfeed/order/dataset_builder.h"
@@ -260,6 +263,27 @@ TEST(BuildDatasets, ABadWeightIsReportedBeforeAnyStoreIsOpened) {
   ASSERT_FALSE(built.ok());
   EXPECT_EQ(built.status().ToString().find("no_such_store"), std::string::npos)
       << built.status().ToString();
+}
+
+// With digest_indexes the stores' index digests are computed beside the tables: each equals
+// XXH3-64 of its .idx file.
+TEST(BuildDatasets, IndexDigestsComputedBesideTheTablesAreTheFiles) {
+  DatasetConfig c;
+  c.seq_length = 16;
+  c.split = "100,0,0";
+  c.sizes = {int64_t{3000}, std::nullopt, std::nullopt};
+  const std::string a = GoldenDir() + "/corpora/corpus_u16",
+                    b = GoldenDir() + "/corpora/corpus_i32";
+  c.data_path = std::vector<std::string>{"0.3", a, "0.7", b};
+  c.digest_indexes = true;
+  auto built = BuildDatasets(c);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  for (const auto& m : built->splits[0]->mids) {
+    std::ifstream in(m.prefix + ".idx", std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(bytes.empty());
+    EXPECT_EQ(m.dataset->index_xxh3(), XXH3_64bits(bytes.data(), bytes.size())) << m.prefix;
+  }
 }
 
 }  // namespace

@@ -217,6 +217,14 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
     }
   }
   out.seconds_open = t0.Seconds();
+  std::jthread digests;  // joined on every return below
+  if (c.digest_indexes) {
+    std::vector<std::shared_ptr<const io::IndexedDataset>> stores;
+    for (const auto& [prefix, ds] : open) stores.push_back(ds);
+    digests = std::jthread([stores = std::move(stores)] {
+      for (const auto& ds : stores) ds->index_xxh3();
+    });
+  }
 
   // Lay out the datasets of each split (tables are built afterwards, in parallel).
   for (int i = 0; i < 3; ++i) {

@@ -41,6 +41,9 @@ struct DatasetConfig {
   // a prefix without an entry or with other counts is an error naming the file.
   std::shared_ptr<const config::SequencesPerDataset> sequences_per_dataset;
   std::string sequences_path;  // the file, for messages
+  // Also computes each opened store's index XXH3 (io::IndexedDataset::index_xxh3, remembered)
+  // on a thread of its own while the tables build: for a caller that names the data by them.
+  bool digest_indexes = false;
 };
 
 struct MidDataset {

@@ -123,7 +123,8 @@ class FimPipeline final : public Pipeline {
 
   Result<std::unique_ptr<BuiltOrder>> Build() const override {
     GRIDFEED_ASSIGN_OR_RETURN(auto setup, Setup());
-    GRIDFEED_ASSIGN_OR_RETURN(BuiltDatasets b, BuildMegatronDatasets(setup->gpt));
+    GRIDFEED_ASSIGN_OR_RETURN(BuiltDatasets b,
+                              BuildMegatronDatasets(setup->gpt, /*digest_indexes=*/true));
     return std::unique_ptr<BuiltOrder>(
         new FimBuilt(MakeMegatronBuilt(std::move(b), setup->sample_options), setup));
   }
