@@ -1,6 +1,8 @@
 // The datasets of every split, built the way Megatron's BlendedMegatronDatasetBuilder builds
 // GPT datasets: one prefix, weighted blends, unweighted blends (inferred weights or
-// exhaustive), per-split data paths. Mid-level datasets are built on separate threads.
+// exhaustive), per-split data paths. The token stores are opened on several threads, the
+// mid-level datasets built on several threads, and a weighted blend's table (which needs only
+// its weights and size) on a thread of its own beside both.
 //
 // Differences from Megatron, each an error at build time instead of a hang or a late crash:
 // an empty split asked for samples, a blend source that runs short (with the source, the
@@ -81,6 +83,8 @@ struct BuiltDatasets {
 Status BuildMidTables(std::array<std::optional<SplitDataset>, 3>& splits, const DatasetConfig& c);
 
 // Opens the token stores (relative paths from the working directory) and builds everything.
+// An error is the first in the order a serial build meets it (blend weights before stores,
+// stores in the blend's order); every thread it started has ended when it returns.
 Result<BuiltDatasets> BuildDatasets(const DatasetConfig& config);
 
 }  // namespace gridfeed::order
