@@ -3,8 +3,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 namespace gridfeed {
 namespace {
@@ -27,7 +30,68 @@ int64_t StatusKiB(const char* key) {
   return out;
 }
 
+// The first number after `key` in `path`'s line starting with it (key includes any ':').
+int64_t KeyedValue(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    if (line.compare(0, key.size(), key) != 0) continue;
+    long long v = 0;
+    if (std::sscanf(line.c_str() + key.size(), "%lld", &v) == 1) return v;
+  }
+  return -1;
+}
+
+// The limit of the process's memory cgroup less its anonymous memory; -1 if none or unknown.
+int64_t CgroupRoom() {
+  std::ifstream in("/proc/self/cgroup");
+  for (std::string line; std::getline(in, line);) {
+    std::string dir, limit_file, anon_key;
+    if (line.rfind("0::", 0) == 0) {  // v2
+      dir = "/sys/fs/cgroup" + line.substr(3);
+      limit_file = "/memory.max";
+      anon_key = "anon ";
+    } else if (const size_t at = line.find(":memory:"); at != std::string::npos) {  // v1
+      dir = "/sys/fs/cgroup/memory" + line.substr(at + 8);
+      limit_file = "/memory.limit_in_bytes";
+      anon_key = "total_rss ";
+    } else {
+      continue;
+    }
+    std::ifstream lf(dir + limit_file);
+    long long limit = -1;
+    if (!(lf >> limit) || limit <= 0 || limit >= (int64_t{1} << 60)) continue;  // "max": none
+    const int64_t anon = KeyedValue(dir + "/memory.stat", anon_key);
+    return std::max<int64_t>(0, limit - std::max<int64_t>(anon, 0));
+  }
+  return -1;
+}
+
+std::string Gigabytes(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f GB", bytes / 1e9);
+  return text;
+}
+
 }  // namespace
+
+int64_t AvailableMemoryBytes() {
+  const int64_t available = KeyedValue("/proc/meminfo", "MemAvailable:");
+  if (available < 0) return -1;
+  const int64_t swap = std::max<int64_t>(KeyedValue("/proc/meminfo", "SwapFree:"), 0);
+  int64_t room = (available + swap) * 1024;
+  if (const int64_t cgroup = CgroupRoom(); cgroup >= 0) room = std::min(room, cgroup);
+  return room;
+}
+
+Status CheckMemoryFor(double bytes, const std::string& what, const std::string& advice) {
+  const int64_t room = AvailableMemoryBytes();
+  if (room < 0 || bytes <= static_cast<double>(room)) return Status::Ok();
+  return FailedPrecondition(what + " needs " + Gigabytes(bytes) + ", more than the " +
+                            Gigabytes(static_cast<double>(room)) +
+                            " this machine can give (MemAvailable + free swap, within the memory "
+                            "cgroup's limit)" +
+                            advice);
+}
 
 int64_t PeakResidentBytes() { return StatusKiB("VmHWM:"); }
 int64_t ResidentBytes() { return StatusKiB("VmRSS:"); }

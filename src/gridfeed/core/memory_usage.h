@@ -1,9 +1,13 @@
 // The process's resident memory as Linux reports it in /proc/self/status: for benchmarks and
-// `gridfeed bench`, which print peak memory next to the bytes a phase needs.
-// Thread safe (reads and writes procfs only).
+// `gridfeed bench`, which print peak memory next to the bytes a phase needs. And the memory it
+// can still get, so a build too large for the machine is an error naming what to change, not
+// a bad_alloc or the OOM killer. Thread safe (reads and writes procfs and cgroupfs only).
 #pragma once
 
 #include <cstdint>
+#include <string>
+
+#include "gridfeed/core/status.h"
 
 namespace gridfeed {
 
@@ -14,5 +18,13 @@ int64_t ResidentBytes();
 // Resets the peak to the current resident set (/proc/self/clear_refs "5"), so the next
 // PeakResidentBytes covers one phase. False where the kernel does not allow it.
 bool ResetPeakResident();
+
+// Bytes the process could still allocate: MemAvailable + SwapFree (/proc/meminfo), capped by
+// its memory cgroup's limit less the cgroup's anonymous memory (v2 memory.max, v1
+// memory.limit_in_bytes), as under a Slurm job's limit. -1 if /proc/meminfo is unreadable.
+int64_t AvailableMemoryBytes();
+// OK if `bytes` fit in AvailableMemoryBytes() (or it is unknown); else FailedPrecondition:
+// "<what> needs X GB, more than the Y GB this machine can give (...)<advice>".
+Status CheckMemoryFor(double bytes, const std::string& what, const std::string& advice);
 
 }  // namespace gridfeed

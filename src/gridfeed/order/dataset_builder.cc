@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <exception>
 #include <thread>
 
+#include "gridfeed/core/memory_usage.h"
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/order/sample.h"
 
@@ -113,7 +115,11 @@ Status OpenStores(const std::vector<std::string>& prefixes, const DatasetConfig&
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
-      opened[i].emplace(io::IndexedDataset::Open(todo[i]));
+      try {
+        opened[i].emplace(io::IndexedDataset::Open(todo[i]));
+      } catch (const std::exception& e) {  // e.g. bad_alloc: an error, not std::terminate
+        opened[i].emplace(Internal("opening '" + todo[i] + "': " + e.what()));
+      }
     }
   };
   {
@@ -143,7 +149,8 @@ struct PendingBlend {
   int64_t size = 0;
   BlendTables tables;
   double seconds = 0;
-  std::jthread thread;  // joins on destruction (every return path)
+  std::exception_ptr failed;  // rethrown on the calling thread after the join
+  std::jthread thread;        // joins on destruction (every return path)
 };
 
 }  // namespace
@@ -200,9 +207,18 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
     for (double w : p->weights) {
       p->size += static_cast<int64_t>(std::ceil(static_cast<double>(*c.sizes[i]) * w));
     }
+    GRIDFEED_RETURN_IF_ERROR(
+        CheckMemoryFor(static_cast<double>(p->size) * (sizeof(int32_t) + sizeof(int64_t)),
+                       std::string("split ") + kSplitNames[i] + ": the blend table of " +
+                           std::to_string(p->size) + " positions",
+                       "; ask for fewer samples (--" + std::string(kSplitNames[i]) + "-samples)"));
     p->thread = std::jthread([q = p.get()] {
       Stopwatch watch;
-      q->tables = BuildBlendingIndices(Normalize(q->weights), q->size);
+      try {
+        q->tables = BuildBlendingIndices(Normalize(q->weights), q->size);
+      } catch (...) {
+        q->failed = std::current_exception();
+      }
       q->seconds = watch.Seconds();
     });
     pending[i] = std::move(p);
@@ -222,7 +238,11 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
     std::vector<std::shared_ptr<const io::IndexedDataset>> stores;
     for (const auto& [prefix, ds] : open) stores.push_back(ds);
     digests = std::jthread([stores = std::move(stores)] {
-      for (const auto& ds : stores) ds->index_xxh3();
+      try {
+        for (const auto& ds : stores) ds->index_xxh3();
+      } catch (...) {
+        // Not remembered: the caller's own index_xxh3() computes it again and sees the error.
+      }
     });
   }
 
@@ -288,6 +308,7 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
       }
     } else {
       pending[i]->thread.join();
+      if (pending[i]->failed) std::rethrow_exception(pending[i]->failed);
       sd.blend = std::move(pending[i]->tables);
       out.seconds_blend_build += pending[i]->seconds;
     }

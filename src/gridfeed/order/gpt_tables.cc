@@ -8,6 +8,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "gridfeed/core/memory_usage.h"
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/order/draw_stream.h"
 #include "gridfeed/order/numpy_random.h"
@@ -236,6 +237,18 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   t.shuffle_index_is_int64 = n >= int64_t{0xffffffff} - 1;
   t.sample_index_is_int64 =
       std::max<int64_t>(n_seq * E, max_length) > std::numeric_limits<int32_t>::max();
+  {
+    // The tables still to allocate (one epoch: the document index is in `buffer` already).
+    const double entries = static_cast<double>(n + 1);
+    const double bytes = (E == 1 ? 0.0 : 4.0 * static_cast<double>(n_seq * E)) +
+                         entries * (t.sample_index_is_int64 ? 16 : 8) +
+                         entries * (t.shuffle_index_is_int64 ? 8 : 4);
+    GRIDFEED_RETURN_IF_ERROR(CheckMemoryFor(
+        bytes,
+        "building the tables of " + std::to_string(n) + " samples (" + std::to_string(E) +
+            " epochs of " + std::to_string(n_seq) + " documents)",
+        "; ask for fewer samples or use a machine with more memory"));
+  }
 
   // Megatron shuffles all epochs of the document index at once, or the final epoch apart.
   const std::vector<int64_t> segments =
