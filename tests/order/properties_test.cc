@@ -150,6 +150,21 @@ TEST(Properties, SampleIndexMatchesTheWalkThroughTheDocumentIndex) {
   EXPECT_GT(one_epoch, 30);
 }
 
+// Megatron's epoch loop stops at one epoch when nothing is needed; an empty range asked for 0
+// samples without the extra token must not divide by its 0 tokens.
+TEST(Properties, EmptyRangeAskedForNothingIsOneEmptyEpoch) {
+  std::vector<int32_t> lengths = {0, 0, 0};
+  io::LeSpan<int32_t> len(reinterpret_cast<const std::byte*>(lengths.data()), lengths.size());
+  GptTablesConfig c;
+  c.seq_length = 4;
+  c.num_samples = 0;
+  c.add_extra_token = false;
+  auto t = BuildGptTables(len, 0, 3, c);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->num_epochs, 1);
+  EXPECT_EQ(t->num_samples(), 0);
+}
+
 TEST(Properties, EmptySplitWithSamplesIsAnErrorNotAHang) {
   std::vector<int32_t> lengths = {5, 5};
   GptTablesConfig c;

@@ -41,29 +41,48 @@ int64_t KeyedValue(const std::string& path, const std::string& key) {
   return -1;
 }
 
-// The limit of the process's memory cgroup less its anonymous memory; -1 if none or unknown.
+// One cgroup folder's limit less its anonymous memory; -1 if it sets none or is unreadable.
+int64_t LevelRoom(const std::string& dir, const char* limit_file, const char* anon_key) {
+  std::ifstream lf(dir + "/" + limit_file);
+  long long limit = -1;
+  if (!(lf >> limit) || limit <= 0 || limit >= (int64_t{1} << 60)) return -1;  // "max": none
+  const int64_t anon = KeyedValue(dir + "/memory.stat", anon_key);
+  return std::max<int64_t>(0, limit - std::max<int64_t>(anon, 0));
+}
+
+// The least room left by the process's memory cgroups (v2, or v1's memory controller, alone or
+// listed with others), its own and every ancestor's: a Slurm job's limit sits on the job or
+// step, not the task, and in a container the path names the host's hierarchy, of which only
+// the root is mounted (/sys/fs/cgroup[/memory]). -1 if none sets a limit.
 int64_t CgroupRoom() {
   std::ifstream in("/proc/self/cgroup");
+  int64_t room = -1;
   for (std::string line; std::getline(in, line);) {
-    std::string dir, limit_file, anon_key;
-    if (line.rfind("0::", 0) == 0) {  // v2
-      dir = "/sys/fs/cgroup" + line.substr(3);
-      limit_file = "/memory.max";
+    const size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    const std::string controllers = "," + line.substr(a + 1, b - a - 1) + ",";
+    std::string base;
+    const char *limit_file, *anon_key;
+    if (controllers == ",,") {  // v2: "0::/path"
+      base = "/sys/fs/cgroup";
+      limit_file = "memory.max";
       anon_key = "anon ";
-    } else if (const size_t at = line.find(":memory:"); at != std::string::npos) {  // v1
-      dir = "/sys/fs/cgroup/memory" + line.substr(at + 8);
-      limit_file = "/memory.limit_in_bytes";
+    } else if (controllers.find(",memory,") != std::string::npos) {  // v1
+      base = "/sys/fs/cgroup/memory";
+      limit_file = "memory.limit_in_bytes";
       anon_key = "total_rss ";
     } else {
       continue;
     }
-    std::ifstream lf(dir + limit_file);
-    long long limit = -1;
-    if (!(lf >> limit) || limit <= 0 || limit >= (int64_t{1} << 60)) continue;  // "max": none
-    const int64_t anon = KeyedValue(dir + "/memory.stat", anon_key);
-    return std::max<int64_t>(0, limit - std::max<int64_t>(anon, 0));
+    for (std::string path = line.substr(b + 1);;) {
+      const int64_t level = LevelRoom(base + (path == "/" ? "" : path), limit_file, anon_key);
+      if (level >= 0) room = room < 0 ? level : std::min(room, level);
+      const size_t slash = path.rfind('/');
+      if (slash == std::string::npos || path == "/") break;
+      path = slash == 0 ? "/" : path.substr(0, slash);
+    }
   }
-  return -1;
+  return room;
 }
 
 std::string Gigabytes(double bytes) {

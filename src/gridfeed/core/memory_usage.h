@@ -1,7 +1,8 @@
 // The process's resident memory as Linux reports it in /proc/self/status: for benchmarks and
 // `gridfeed bench`, which print peak memory next to the bytes a phase needs. And the memory it
 // can still get, so a build too large for the machine is an error naming what to change, not
-// a bad_alloc or the OOM killer. Thread safe (reads and writes procfs and cgroupfs only).
+// a bad_alloc or the OOM killer. Thread safe (reads procfs and cgroupfs; ResetPeakResident writes
+// procfs).
 #pragma once
 
 #include <cstdint>
@@ -20,8 +21,9 @@ int64_t ResidentBytes();
 bool ResetPeakResident();
 
 // Bytes the process could still allocate: MemAvailable + SwapFree (/proc/meminfo), capped by
-// its memory cgroup's limit less the cgroup's anonymous memory (v2 memory.max, v1
-// memory.limit_in_bytes), as under a Slurm job's limit. -1 if /proc/meminfo is unreadable.
+// the least room its memory cgroups leave, its own and its ancestors' (limit less anonymous
+// memory: v2 memory.max, v1 memory.limit_in_bytes, under /sys/fs/cgroup), as under a Slurm
+// job's limit. -1 if /proc/meminfo is unreadable. An estimate: memory can go meanwhile.
 int64_t AvailableMemoryBytes();
 // OK if `bytes` fit in AvailableMemoryBytes() (or it is unknown); else FailedPrecondition:
 // "<what> needs X GB, more than the Y GB this machine can give (...)<advice>".

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <limits>
 #include <numeric>
+#include <stop_token>
 
 #include "gridfeed/core/page_array.h"
 
@@ -13,13 +14,16 @@ namespace gridfeed::order {
 namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+constexpr int64_t kStopCheck = int64_t{1} << 16;  // positions between looks at the stop token
 
 // Megatron's rule as helpers.cpp states it: every source at every position. Used where the
 // fast path's preconditions (below) do not hold.
-void ScanEverySource(const std::vector<double>& weights, int64_t size, BlendTables* t) {
+void ScanEverySource(const std::vector<double>& weights, int64_t size, BlendTables* t,
+                     const std::stop_token& stop) {
   const size_t k_count = weights.size();
   std::vector<int64_t> counts(k_count, 0);
   for (int64_t p = 0; p < size; ++p) {
+    if (p % kStopCheck == 0 && stop.stop_requested()) return;
     const double q = static_cast<double>(std::max<int64_t>(p, 1));
     size_t best = 0;
     double best_error = weights[0] * q - static_cast<double>(counts[0]);
@@ -91,7 +95,7 @@ class FastGreedy {
     }
   }
 
-  void Run(int64_t size, BlendTables* t) {
+  void Run(int64_t size, BlendTables* t, const std::stop_token& stop) {
     const size_t v = w_.size();
     std::vector<uint32_t> all(v), outer(v), inner(v);
     std::iota(all.begin(), all.end(), 0u);
@@ -107,8 +111,12 @@ class FastGreedy {
     // The smallest largest-error seen in the last outer and inner block.
     double outer_floor = kNegInf, inner_floor = kNegInf;
     auto q_at = [](int64_t p) { return static_cast<double>(std::max<int64_t>(p, 1)); };
-    int64_t p = 0;
+    int64_t p = 0, next_look = kStopCheck;
     while (p < size) {
+      if (p >= next_look) {
+        if (stop.stop_requested()) return;
+        next_look = p + kStopCheck;
+      }
       if (v <= kFewGroups || outer_floor == kNegInf) {
         double e;
         const uint32_t g = Best(all.data(), v, q_at(p), &e);
@@ -238,15 +246,16 @@ bool FastPathApplies(const std::vector<double>& weights, int64_t size) {
 
 }  // namespace
 
-BlendTables BuildBlendingIndices(const std::vector<double>& weights, int64_t size) {
+BlendTables BuildBlendingIndices(const std::vector<double>& weights, int64_t size,
+                                 std::stop_token stop) {
   BlendTables t;
   ResizeOnHugePages(&t.dataset_index, static_cast<size_t>(size));
   ResizeOnHugePages(&t.dataset_sample_index, static_cast<size_t>(size));
   if (size <= 0) return t;
   if (FastPathApplies(weights, size)) {
-    FastGreedy(weights).Run(size, &t);
+    FastGreedy(weights).Run(size, &t, stop);
   } else {
-    ScanEverySource(weights, size, &t);
+    ScanEverySource(weights, size, &t, stop);
   }
   return t;
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stop_token>
 #include <vector>
 
 namespace gridfeed::order {
@@ -24,7 +25,10 @@ struct BlendTables {
 // weights that are nearly but not exactly equal leave more candidates (no worse than the scan
 // asymptotically). Fewer than 96 sources, weights outside [0, 2^10] or more than 2^40
 // positions take the plain scan.
-BlendTables BuildBlendingIndices(const std::vector<double>& weights, int64_t size);
+// `stop`: once requested, the build returns early with unfinished tables (for a caller that
+// has failed meanwhile and discards them).
+BlendTables BuildBlendingIndices(const std::vector<double>& weights, int64_t size,
+                                 std::stop_token stop = {});
 // Exhaustive: weights from the sizes; a dataset leaves the race once all its samples are used.
 BlendTables BuildExhaustiveBlendingIndices(const std::vector<int64_t>& sizes);
 

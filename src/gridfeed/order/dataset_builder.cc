@@ -46,7 +46,12 @@ Status BuildMidTables(std::array<std::optional<SplitDataset>, 3>& splits, const 
       g.copy_lengths = [ds = m.dataset.get()](int64_t begin, int64_t end, int32_t* out) {
         return ds->CopySequenceLengths(begin, end, out);
       };
-      auto t = BuildGptTables(m.dataset->sequence_lengths(), m.begin, m.end, g, &m.times);
+      Result<GptTables> t = Internal("not built");
+      try {
+        t = BuildGptTables(m.dataset->sequence_lengths(), m.begin, m.end, g, &m.times);
+      } catch (const std::exception& e) {  // e.g. bad_alloc: an error, not std::terminate
+        t = FailedPrecondition(std::string("building its tables failed: ") + e.what());
+      }
       if (!t.ok()) {
         statuses[j] = t.status().WithContext("dataset '" + m.prefix + "' split " +
                                              kSplitNames[static_cast<int>(m.split)]);
@@ -150,7 +155,7 @@ struct PendingBlend {
   BlendTables tables;
   double seconds = 0;
   std::exception_ptr failed;  // rethrown on the calling thread after the join
-  std::jthread thread;        // joins on destruction (every return path)
+  std::jthread thread;        // asks to stop and joins on destruction (every return path)
 };
 
 }  // namespace
@@ -193,7 +198,7 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
   };
   auto single = [&](const Blend& b) { return b.prefixes.size() == 1 && (per_split || !b.weights); };
 
-  // Weighted blends start now (destroyed, hence joined, on every return below).
+  // Weighted blends start now (stopped and joined on every error return below).
   std::array<std::unique_ptr<PendingBlend>, 3> pending;
   for (int i = 0; i < 3; ++i) {
     const Blend* b = blend_of(i);
@@ -212,10 +217,11 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
                        std::string("split ") + kSplitNames[i] + ": the blend table of " +
                            std::to_string(p->size) + " positions",
                        "; ask for fewer samples (--" + std::string(kSplitNames[i]) + "-samples)"));
-    p->thread = std::jthread([q = p.get()] {
+    // An error return below destroys the jthread, which asks the build to stop, then joins.
+    p->thread = std::jthread([q = p.get()](std::stop_token stop) {
       Stopwatch watch;
       try {
-        q->tables = BuildBlendingIndices(Normalize(q->weights), q->size);
+        q->tables = BuildBlendingIndices(Normalize(q->weights), q->size, stop);
       } catch (...) {
         q->failed = std::current_exception();
       }

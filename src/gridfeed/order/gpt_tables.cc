@@ -20,15 +20,14 @@ namespace {
 // fewer than this share of an epoch's samples.
 constexpr double kSeparateFinalEpochThreshold = 0.80;
 
-// The document index before shuffling: arange(begin, end) once per epoch.
-PageArray<int32_t> FillEpochs(int64_t begin, int64_t end, int64_t epochs) {
+// The document index before shuffling: arange(begin, end) once per epoch, into `out` (of
+// (end - begin) * epochs entries).
+void FillEpochs(int64_t begin, int64_t end, int64_t epochs, PageArray<int32_t>& out) {
   const size_t n = static_cast<size_t>(end - begin);
-  PageArray<int32_t> out(n * static_cast<size_t>(epochs));
   for (size_t i = 0; i < n; ++i) out[i] = static_cast<int32_t>(begin + static_cast<int64_t>(i));
   for (int64_t e = 1; e < epochs; ++e) {
     std::memcpy(out.data() + static_cast<size_t>(e) * n, out.data(), n * sizeof(int32_t));
   }
-  return out;
 }
 
 // lengths[begin, end) copied to `out` (anonymous memory on huge pages: the sample index reads
@@ -205,7 +204,8 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
                              " samples were asked for (Megatron would loop forever); change "
                              "--split or the sample count");
     }
-    t.num_epochs = std::max<int64_t>(1, (need + T - 1) / T);
+    // Megatron's loop stops at the first epoch count covering `need`: 1 when nothing is needed.
+    t.num_epochs = T == 0 ? 1 : std::max<int64_t>(1, (need + T - 1) / T);
   } else {
     if (T <= 1) {
       return InvalidArgument("split range [" + std::to_string(begin) + ", " + std::to_string(end) +
@@ -238,9 +238,9 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   t.sample_index_is_int64 =
       std::max<int64_t>(n_seq * E, max_length) > std::numeric_limits<int32_t>::max();
   {
-    // The tables still to allocate (one epoch: the document index is in `buffer` already).
+    // The tables still to fault in (one epoch: the pairs' half of `buffer`).
     const double entries = static_cast<double>(n + 1);
-    const double bytes = (E == 1 ? 0.0 : 4.0 * static_cast<double>(n_seq * E)) +
+    const double bytes = 4.0 * static_cast<double>(E == 1 ? n_seq : n_seq * E) +
                          entries * (t.sample_index_is_int64 ? 16 : 8) +
                          entries * (t.shuffle_index_is_int64 ? 8 : 4);
     GRIDFEED_RETURN_IF_ERROR(CheckMemoryFor(
@@ -258,23 +258,32 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   // go through the stream to the calling thread, which applies them and builds the sample
   // index while this thread shuffles the shuffle index (whose length follows from the tokens
   // alone) with the draws that come next.
+  // Everything is allocated here, before the drawer starts: past that point nothing on this
+  // thread may throw (the drawer could be waiting on it, and a joinable thread terminates).
+  if (t.sample_index_is_int64) {
+    t.sample_index64 = PageArray<int64_t>(static_cast<size_t>(2 * (n + 1)));
+  } else {
+    t.sample_index32 = PageArray<int32_t>(static_cast<size_t>(2 * (n + 1)));
+  }
+  if (t.shuffle_index_is_int64) {
+    t.shuffle_index64 = PageArray<int64_t>(static_cast<size_t>(n));
+  } else {
+    t.shuffle_index32 = PageArray<uint32_t>(static_cast<size_t>(n));
+  }
+  if (E != 1) t.document_index = PageArray<int32_t>(static_cast<size_t>(n_seq * E));
   DrawStream draws;
   std::latch pages_ready(1);
   double shuffle_seconds = 0;
   std::thread drawer([&] {
     // First the sample and shuffle indexes' pages, while the other thread fills.
     if (t.sample_index_is_int64) {
-      t.sample_index64 = PageArray<int64_t>(static_cast<size_t>(2 * (n + 1)));
       t.sample_index64.Populate();
     } else {
-      t.sample_index32 = PageArray<int32_t>(static_cast<size_t>(2 * (n + 1)));
       t.sample_index32.Populate();
     }
     if (t.shuffle_index_is_int64) {
-      t.shuffle_index64 = PageArray<int64_t>(static_cast<size_t>(n));
       Iota(t.shuffle_index64, 0, n);
     } else {
-      t.shuffle_index32 = PageArray<uint32_t>(static_cast<size_t>(n));
       Iota(t.shuffle_index32, 0, n);
     }
     pages_ready.count_down();
@@ -328,7 +337,7 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
     buffer.Truncate(static_cast<size_t>(n_seq));
     t.document_index = std::move(buffer);
   } else {
-    t.document_index = FillEpochs(begin, end, E);
+    FillEpochs(begin, end, E, t.document_index);
     size_t at = 0;
     for (int64_t epochs : segments) {
       const size_t len = static_cast<size_t>(n_seq * epochs);
