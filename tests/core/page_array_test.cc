@@ -89,17 +89,5 @@ TEST(PageArray, ReleaseFrontGivesBackWholePagesOnly) {
   EXPECT_EQ(a[a.size() - 1], 5u);
 }
 
-TEST(AvailableMemory, IsKnownAndBoundsWhatCanBeAsked) {
-  const int64_t room = AvailableMemoryBytes();
-  ASSERT_GT(room, 0);  // Linux: /proc/meminfo
-  EXPECT_TRUE(CheckMemoryFor(1 << 20, "a megabyte", "").ok());
-  const Status too_much =
-      CheckMemoryFor(static_cast<double>(room) * 4 + 1e12, "the thing", "; ask less");
-  ASSERT_FALSE(too_much.ok());
-  const std::string text = too_much.ToString();
-  EXPECT_NE(text.find("the thing needs"), std::string::npos) << text;
-  EXPECT_NE(text.find("; ask less"), std::string::npos) << text;
-}
-
 }  // namespace
 }  // namespace gridfeed

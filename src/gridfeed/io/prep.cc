@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gridfeed/core/stopwatch.h"
+#include "gridfeed/core/usable_cpus.h"
 #include "gridfeed/io/indexed_dataset_builder.h"
 #include "gridfeed/io/line_reader.h"
 #include "gridfeed/io/tokenizer.h"
@@ -111,8 +112,7 @@ Result<PrepStats> RunPrep(const PrepOptions& opt) {
   GRIDFEED_ASSIGN_OR_RETURN(LineReader reader, LineReader::Open(opt.input));
   GRIDFEED_ASSIGN_OR_RETURN(IndexedDatasetBuilder builder,
                             IndexedDatasetBuilder::Create(opt.output_prefix, stats.dtype));
-  const int workers =
-      opt.workers > 0 ? opt.workers : std::max(1u, std::thread::hardware_concurrency());
+  const int workers = opt.workers > 0 ? opt.workers : UsableCpus();
   const Stopwatch start;
   Stopwatch since_report;
 

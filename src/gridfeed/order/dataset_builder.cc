@@ -8,6 +8,7 @@
 
 #include "gridfeed/core/memory_usage.h"
 #include "gridfeed/core/stopwatch.h"
+#include "gridfeed/core/usable_cpus.h"
 #include "gridfeed/order/sample.h"
 
 namespace gridfeed::order {
@@ -60,8 +61,7 @@ Status BuildMidTables(std::array<std::optional<SplitDataset>, 3>& splits, const 
       m.tables = std::move(t).value();
     }
   };
-  const size_t n_threads = std::min<size_t>(
-      jobs.size(), c.threads > 0 ? c.threads : std::max(1u, std::thread::hardware_concurrency()));
+  const size_t n_threads = std::min<size_t>(jobs.size(), c.threads > 0 ? c.threads : UsableCpus());
   {
     std::vector<std::jthread> pool;
     for (size_t i = 1; i < n_threads; ++i) pool.emplace_back(worker);
@@ -129,10 +129,8 @@ Status OpenStores(const std::vector<std::string>& prefixes, const DatasetConfig&
   };
   {
     // Opening is mostly reading and checking the index: a few threads overlap it well.
-    const size_t n = std::min<size_t>(
-        todo.size(), c.threads > 0
-                         ? c.threads
-                         : std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
+    const size_t n =
+        std::min<size_t>(todo.size(), c.threads > 0 ? c.threads : std::min(8u, UsableCpus()));
     std::vector<std::jthread> pool;
     for (size_t t = 1; t < n; ++t) pool.emplace_back(worker);
     worker();

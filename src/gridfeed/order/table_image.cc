@@ -12,6 +12,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "gridfeed/core/usable_cpus.h"
+
 namespace gridfeed::order {
 namespace {
 
@@ -420,8 +422,7 @@ uint64_t ImageDigest(std::span<const std::byte> image) {
     }
   };
   {
-    const size_t n =
-        std::min<size_t>(blocks, std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+    const size_t n = std::min<size_t>(blocks, std::clamp(UsableCpus(), 1u, 8u));
     std::vector<std::jthread> pool;
     for (size_t t = 1; t < n; ++t) {
       try {

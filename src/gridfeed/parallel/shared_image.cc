@@ -15,6 +15,7 @@
 
 #include "gridfeed/core/log.h"
 #include "gridfeed/core/stopwatch.h"
+#include "gridfeed/core/usable_cpus.h"
 #include "gridfeed/parallel/agree.h"
 
 namespace gridfeed::parallel {
@@ -211,8 +212,7 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
   // The other nodes' images are made ahead on up to max_ahead threads (as many images held).
   std::deque<std::future<MadeImage>> ahead;
   int next_ahead = 1;
-  const int max_ahead =
-      static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 8));
+  const int max_ahead = static_cast<int>(std::clamp<unsigned>(UsableCpus(), 1, 8));
   auto launch = [&] {
     while (world0 && next_ahead < num_nodes_ && static_cast<int>(ahead.size()) < max_ahead) {
       ahead.push_back(std::async(std::launch::async, make, next_ahead++));

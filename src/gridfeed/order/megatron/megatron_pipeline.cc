@@ -4,10 +4,10 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <span>
-#include <thread>
 
 #include "gridfeed/core/check.h"
 #include "gridfeed/core/log.h"
+#include "gridfeed/core/usable_cpus.h"
 #include "gridfeed/io/mmap_file.h"
 #include "gridfeed/order/node_image.h"
 #include "gridfeed/order/table_image.h"
@@ -311,7 +311,7 @@ Result<BuiltDatasets> BuildMegatronDatasets(const config::DataOptions& o, bool d
   GRIDFEED_ASSIGN_OR_RETURN(DatasetConfig c, MegatronDatasetConfig(o));
   // Only where a core is left over: the build already keeps two busy (on two, beside it the
   // digest slowed the tables by as much as it saved: 146.5M documents, 8 ranks).
-  c.digest_indexes = digest_indexes && std::thread::hardware_concurrency() > 2;
+  c.digest_indexes = digest_indexes && UsableCpus() > 2;
   GRIDFEED_ASSIGN_OR_RETURN(BuiltDatasets b, BuildDatasets(c));
   for (const auto& w : b.warnings) log::Warn(w);
   double doc = 0, sample = 0, shuffle = 0;
