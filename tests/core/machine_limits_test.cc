@@ -15,6 +15,7 @@ TEST(AvailableMemory, IsKnownAndBoundsWhatCanBeAsked) {
   const int64_t room = AvailableMemoryBytes();
   ASSERT_GT(room, 0);  // Linux: /proc/meminfo
   EXPECT_TRUE(CheckMemoryFor(1 << 20, "a megabyte", "").ok());
+  EXPECT_TRUE(CheckMemoryFor(kMemoryCheckFloor + 1, "just over the floor", "").ok());
   const Status too_much =
       CheckMemoryFor(static_cast<double>(room) * 4 + 1e12, "the thing", "; ask less");
   ASSERT_FALSE(too_much.ok());

@@ -103,6 +103,8 @@ int64_t AvailableMemoryBytes() {
 }
 
 Status CheckMemoryFor(double bytes, const std::string& what, const std::string& advice) {
+  // Reading procfs and cgroupfs costs 0.1-0.2 ms: 1,000 small blend sources paid 0.1 s.
+  if (bytes < kMemoryCheckFloor) return Status::Ok();
   const int64_t room = AvailableMemoryBytes();
   if (room < 0 || bytes <= static_cast<double>(room)) return Status::Ok();
   return FailedPrecondition(what + " needs " + Gigabytes(bytes) + ", more than the " +

@@ -25,8 +25,10 @@ bool ResetPeakResident();
 // memory: v2 memory.max, v1 memory.limit_in_bytes, under /sys/fs/cgroup), as under a Slurm
 // job's limit. -1 if /proc/meminfo is unreadable. An estimate: memory can go meanwhile.
 int64_t AvailableMemoryBytes();
-// OK if `bytes` fit in AvailableMemoryBytes() (or it is unknown); else FailedPrecondition:
-// "<what> needs X GB, more than the Y GB this machine can give (...)<advice>".
+// OK if `bytes` fit in AvailableMemoryBytes() (or it is unknown), or are below
+// kMemoryCheckFloor (not looked up: alone they cannot be what exhausts a machine); else
+// FailedPrecondition: "<what> needs X GB, more than the Y GB this machine can give (...)<advice>".
+inline constexpr double kMemoryCheckFloor = 64.0 * 1024 * 1024;
 Status CheckMemoryFor(double bytes, const std::string& what, const std::string& advice);
 
 }  // namespace gridfeed
