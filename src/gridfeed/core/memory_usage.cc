@@ -5,30 +5,10 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
-#include <sstream>
 
 namespace gridfeed {
 namespace {
-
-// The value of `key` (e.g. "VmHWM:") in /proc/self/status, in bytes.
-int64_t StatusKiB(const char* key) {
-  std::FILE* f = std::fopen("/proc/self/status", "r");
-  if (f == nullptr) return -1;
-  char line[256];
-  int64_t out = -1;
-  const size_t n = std::strlen(key);
-  while (std::fgets(line, sizeof(line), f)) {
-    long long kib = 0;
-    if (std::strncmp(line, key, n) == 0 && std::sscanf(line + n, "%lld", &kib) == 1) {
-      out = static_cast<int64_t>(kib) * 1024;
-      break;
-    }
-  }
-  std::fclose(f);
-  return out;
-}
 
 // The first number after `key` in `path`'s line starting with it (key includes any ':').
 int64_t KeyedValue(const std::string& path, const std::string& key) {
@@ -39,6 +19,12 @@ int64_t KeyedValue(const std::string& path, const std::string& key) {
     if (std::sscanf(line.c_str() + key.size(), "%lld", &v) == 1) return v;
   }
   return -1;
+}
+
+// The value of `key` (e.g. "VmHWM:") in /proc/self/status, in bytes.
+int64_t StatusKiB(const char* key) {
+  const int64_t kib = KeyedValue("/proc/self/status", key);
+  return kib < 0 ? -1 : kib * 1024;
 }
 
 // One cgroup folder's limit less its anonymous memory; -1 if it sets none or is unreadable.

@@ -148,7 +148,8 @@ Status OpenStores(const std::vector<std::string>& prefixes, const DatasetConfig&
 // A weighted blend's table depends on its weights and size only, so it is built on a thread of
 // its own while the stores are opened and the mid-level tables built.
 struct PendingBlend {
-  std::vector<double> weights;  // NormalizedBlendWeights' result
+  std::vector<double> weights;     // NormalizedBlendWeights' result
+  std::vector<double> normalized;  // Normalize(weights): the BlendedDataset's weights
   int64_t size = 0;
   BlendTables tables;
   double seconds = 0;
@@ -207,6 +208,7 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
     }
     auto p = std::make_unique<PendingBlend>();
     GRIDFEED_ASSIGN_OR_RETURN(p->weights, NormalizedBlendWeights(*b->weights));
+    p->normalized = Normalize(p->weights);
     for (double w : p->weights) {
       p->size += static_cast<int64_t>(std::ceil(static_cast<double>(*c.sizes[i]) * w));
     }
@@ -219,7 +221,7 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
     p->thread = std::jthread([q = p.get()](std::stop_token stop) {
       Stopwatch watch;
       try {
-        q->tables = BuildBlendingIndices(Normalize(q->weights), q->size, stop);
+        q->tables = BuildBlendingIndices(q->normalized, q->size, stop);
       } catch (...) {
         q->failed = std::current_exception();
       }
@@ -264,7 +266,7 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
       const std::vector<double>& w = pending[i]->weights;
       auto per_dataset = SizePerSplitPerDataset(w, c.sizes, c.mid_level_dataset_surplus);
       sd.blended = true;
-      sd.weights = Normalize(w);
+      sd.weights = pending[i]->normalized;
       for (size_t k = 0; k < w.size(); ++k) {
         sd.mids.push_back(MakeMid(b->prefixes[k], split, *bookend, per_dataset[k][i], open));
       }

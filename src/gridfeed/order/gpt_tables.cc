@@ -39,29 +39,35 @@ void ReadLengths(io::LeSpan<int32_t> lengths, int64_t begin, int64_t end,
   for (int64_t i = 0; i < end - begin; ++i) out[i] = lengths[static_cast<size_t>(begin + i)];
 }
 
-// Consumer side of a numpy shuffle of x whose swap targets come from `draws`: a block of
-// targets at a time, each prefetched before the block's swaps (measured faster on huge pages;
-// without them, out-of-order loads alone did as well).
-template <typename T>
-void ApplyShuffle(std::span<T> x, DrawStream& draws) {
+// Consumer side of a numpy shuffle of n elements whose swap targets come from `draws`: a
+// block of targets at a time, each prefetched (`prefetch(target)`) before the block's swaps
+// (`swap(i, target)`; measured faster on huge pages; without them, out-of-order loads alone
+// did as well).
+template <typename Swap, typename Prefetch>
+void ApplyShuffleWith(size_t n, DrawStream& draws, Swap swap, Prefetch prefetch) {
   constexpr size_t kAhead = 32;
   uint32_t targets[kAhead];
-  size_t i = x.size();
+  size_t i = n;
   while (i > 1) {
     const size_t block = std::min(kAhead, i - 1);
     for (size_t k = 0; k < block; ++k) {
       targets[k] = draws.Pop();
-      __builtin_prefetch(&x[targets[k]], 1);
+      prefetch(targets[k]);
     }
-    for (size_t k = 0; k < block; ++k) std::swap(x[i - 1 - k], x[targets[k]]);
+    for (size_t k = 0; k < block; ++k) swap(i - 1 - k, targets[k]);
     i -= block;
   }
 }
 
+template <typename T>
+void ApplyShuffle(std::span<T> x, DrawStream& draws) {
+  ApplyShuffleWith(
+      x.size(), draws, [x](size_t a, size_t b) { std::swap(x[a], x[b]); },
+      [x](size_t t) { __builtin_prefetch(&x[t], 1); });
+}
+
 // ApplyShuffle over (id, length) pairs, x[2 i] and x[2 i + 1], moved as one 8-byte unit.
 void ApplyPairShuffle(int32_t* x, size_t n, DrawStream& draws) {
-  constexpr size_t kAhead = 32;
-  uint32_t targets[kAhead];
   auto swap = [x](size_t a, size_t b) {
     uint64_t u, v;
     std::memcpy(&u, x + 2 * a, 8);
@@ -69,16 +75,7 @@ void ApplyPairShuffle(int32_t* x, size_t n, DrawStream& draws) {
     std::memcpy(x + 2 * a, &v, 8);
     std::memcpy(x + 2 * b, &u, 8);
   };
-  size_t i = n;
-  while (i > 1) {
-    const size_t block = std::min(kAhead, i - 1);
-    for (size_t k = 0; k < block; ++k) {
-      targets[k] = draws.Pop();
-      __builtin_prefetch(x + 2 * size_t{targets[k]}, 1);
-    }
-    for (size_t k = 0; k < block; ++k) swap(i - 1 - k, targets[k]);
-    i -= block;
-  }
+  ApplyShuffleWith(n, draws, swap, [x](size_t t) { __builtin_prefetch(x + 2 * t, 1); });
 }
 
 // Producer side: the same targets numpy's shuffle of n < 2^32 elements draws (all 32-bit).
@@ -254,10 +251,6 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   const std::vector<int64_t> segments =
       t.separate_final_epoch ? std::vector<int64_t>{E - 1, 1} : std::vector<int64_t>{E};
 
-  // Drawing thread: every random number in Megatron's order. The document-index swap targets
-  // go through the stream to the calling thread, which applies them and builds the sample
-  // index while this thread shuffles the shuffle index (whose length follows from the tokens
-  // alone) with the draws that come next.
   // Everything is allocated here, before the drawer starts: past that point nothing on this
   // thread may throw (the drawer could be waiting on it, and a joinable thread terminates).
   if (t.sample_index_is_int64) {
@@ -271,6 +264,10 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
     t.shuffle_index32 = PageArray<uint32_t>(static_cast<size_t>(n));
   }
   if (E != 1) t.document_index = PageArray<int32_t>(static_cast<size_t>(n_seq * E));
+  // Drawing thread: every random number in Megatron's order. The document-index swap targets
+  // go through the stream to the calling thread, which applies them and builds the sample
+  // index while this thread shuffles the shuffle index (whose length follows from the tokens
+  // alone) with the draws that come next.
   DrawStream draws;
   std::latch pages_ready(1);
   double shuffle_seconds = 0;
