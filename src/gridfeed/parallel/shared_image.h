@@ -97,7 +97,7 @@ class SharedImage {
   Status FillPerNode(const Grid& grid, ImageProducer& producer, int reader_key, Digest digest,
                      const NodeSplit& nodes, double* write_seconds);
   Status FinishNode(const Grid& grid, Digest digest, const NodeSplit& nodes, std::byte* base,
-                    uint64_t size, uint64_t expected, Status local);
+                    uint64_t size, uint64_t expected, Status local, bool digest_is_of_window);
   int NodeNumber(const Grid& grid, const NodeSplit& nodes) const;  // on a leader
   int node_rank_ = 0;
   MPI_Comm node_comm_ = MPI_COMM_NULL;
