@@ -111,4 +111,20 @@ too_big "tables too large" "tables of [0-9]+ samples .* needs [0-9.]+ GB, more t
 too_big "blend too large" "blend table of [0-9]+ positions needs .*--train-samples" \
   --data-path 0.5 corpora/corpus_u16 0.5 corpora/nonexistent --seq-length 16 \
   --train-samples 2000000000000
+# GRIDFEED_LOG_LEVEL in any case ("debug" as "DEBUG"); a value it does not know is named in
+# a warning, not silently read as INFO.
+log_run() {  # log_run LEVEL: a one-rank run's stderr in $WORK/log (run prints DEBUG phases)
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 GRIDFEED_LOG_LEVEL=$1 \
+    "$GRIDFEED" run --data-path corpora/corpus_u16 --split 100,0,0 --seq-length 16 \
+    --train-samples 40 --micro-batch-size 1 --global-batch-size 1 --train-iters 1 \
+    > /dev/null 2> "$WORK/log" ||
+    { cat "$WORK/log"; echo "FAIL: GRIDFEED_LOG_LEVEL=$1: run failed"; exit 1; }
+}
+log_run debug
+grep -q '^\[gridfeed DEBUG\]' "$WORK/log" ||
+  { cat "$WORK/log"; echo "FAIL: GRIDFEED_LOG_LEVEL=debug printed no DEBUG line"; exit 1; }
+log_run verbose
+grep -q "GRIDFEED_LOG_LEVEL=verbose .*ERROR, WARN, INFO, DEBUG" "$WORK/log" ||
+  { cat "$WORK/log"; echo "FAIL: GRIDFEED_LOG_LEVEL=verbose: no warning naming the levels"; exit 1; }
+echo "ok   GRIDFEED_LOG_LEVEL: debug and DEBUG alike; an unknown value is named"
 echo "cli tables/samples: ok"

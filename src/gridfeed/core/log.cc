@@ -1,5 +1,7 @@
 #include "gridfeed/core/log.h"
 
+#include <strings.h>
+
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -22,12 +24,21 @@ int RankFromLauncher() {
 std::atomic<int> g_rank{RankFromLauncher()};
 std::atomic<int> g_size{1};
 
+// GRIDFEED_LOG_LEVEL in any case; a value it does not know is named once (by the launcher's
+// rank 0) rather than silently read as INFO.
 Level LevelFromEnv() {
   const char* v = std::getenv("GRIDFEED_LOG_LEVEL");
-  if (v == nullptr) return Level::kInfo;
-  if (std::strcmp(v, "ERROR") == 0) return Level::kError;
-  if (std::strcmp(v, "WARN") == 0) return Level::kWarn;
-  if (std::strcmp(v, "DEBUG") == 0) return Level::kDebug;
+  if (v == nullptr || *v == '\0') return Level::kInfo;
+  if (strcasecmp(v, "ERROR") == 0) return Level::kError;
+  if (strcasecmp(v, "WARN") == 0 || strcasecmp(v, "WARNING") == 0) return Level::kWarn;
+  if (strcasecmp(v, "INFO") == 0) return Level::kInfo;
+  if (strcasecmp(v, "DEBUG") == 0) return Level::kDebug;
+  if (g_rank.load() == 0) {
+    std::fprintf(stderr,
+                 "[gridfeed WARN] GRIDFEED_LOG_LEVEL=%s is not one of ERROR, WARN, INFO, DEBUG "
+                 "(any case); logging at INFO\n",
+                 v);
+  }
   return Level::kInfo;
 }
 
