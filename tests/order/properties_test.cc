@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <numeric>
 #include <random>
+#include <span>
+#include <vector>
 
 #include "gridfeed/order/gpt_tables.h"
 #include "gridfeed/order/numpy_random.h"
@@ -41,6 +43,30 @@ TEST(Properties, IntervalStaysInRange) {
     for (int i = 0; i < 200; ++i) ASSERT_LE(rng.Interval(max), max);
   }
   EXPECT_EQ(rng.Interval(0), 0u);
+}
+
+// FillIntervals32 gives Interval32's values one at a time and consumes the same draws: bounds
+// at and around powers of two (where the mask changes, and rejections are most and fewest),
+// 1, the largest 32-bit bound, and random ones; runs across several bit lengths.
+TEST(Properties, FillIntervalsDrawsAsIntervalOneAtATime) {
+  std::mt19937 g(5);
+  int blocks = 0;
+  for (uint32_t seed = 0; seed < 40; ++seed) {
+    for (uint32_t max : {1u, 2u, 3u, 4u, 64u, 65u, 1000u, (1u << 20) + 1, (1u << 31) - 1, 1u << 31,
+                         0xffffffffu, static_cast<uint32_t>(1u + g() % 0xfffffffeu)}) {
+      const size_t count = std::min<size_t>(max, 1 + g() % 1500);
+      NumpyRandomState a(seed), b(seed);
+      std::vector<uint32_t> filled(count);
+      a.FillIntervals32(max, filled.data(), count);
+      for (size_t k = 0; k < count; ++k) {
+        ASSERT_EQ(filled[k], b.Interval32(max - static_cast<uint32_t>(k)))
+            << "seed " << seed << " max " << max << " draw " << k;
+      }
+      ASSERT_EQ(a.Next32(), b.Next32()) << "seed " << seed << " max " << max;
+      ++blocks;
+    }
+  }
+  EXPECT_EQ(blocks, 40 * 12);
 }
 
 class TablesProperty : public ::testing::TestWithParam<std::tuple<bool, int64_t>> {};
@@ -99,11 +125,45 @@ INSTANTIATE_TEST_SUITE_P(Order, TablesProperty,
                                             ::testing::Values(int64_t{10}, int64_t{900},
                                                               int64_t{4000})));
 
-// With one epoch the build walks the sample index over (id, length) pairs it shuffled;
-// BuildSampleIndex (golden-tested against Megatron's helper) walks the lengths array through
-// the document index. Both must give the same rows: empty documents, rows ending at a
-// document's end, runs past the last token (no drop_last), one epoch and several (with and
-// without a separate final epoch).
+// Megatron's build_sample_idx as its loop reads (sample by sample, taking documents until
+// seq_length + x tokens are covered), written here apart from the library's walk so the two
+// can differ: rows of (position, offset) for samples 0..n.
+std::vector<int32_t> MegatronSampleWalk(const std::vector<int32_t>& lengths,
+                                        std::span<const int32_t> document_index, int64_t seq_length,
+                                        int64_t n, bool add_extra_token) {
+  const int64_t x = add_extra_token ? 1 : 0;
+  const int64_t last = static_cast<int64_t>(document_index.size()) - 1;
+  std::vector<int32_t> out(static_cast<size_t>(2 * (n + 1)), 0);
+  int64_t d = 0, offset = 0;
+  for (int64_t s = 1; s <= n; ++s) {
+    int64_t remaining = seq_length + x;
+    while (remaining != 0) {
+      const int64_t length = lengths[static_cast<size_t>(document_index[static_cast<size_t>(d)])];
+      const int64_t doc_length = length - offset;
+      remaining -= doc_length;
+      if (remaining <= 0) {
+        offset += remaining + doc_length - x;
+        remaining = 0;
+      } else {
+        if (d == last) {
+          offset = length - x;
+          break;
+        }
+        ++d;
+        offset = 0;
+      }
+    }
+    out[static_cast<size_t>(2 * s)] = static_cast<int32_t>(d);
+    out[static_cast<size_t>(2 * s + 1)] = static_cast<int32_t>(offset);
+  }
+  return out;
+}
+
+// The build's sample index (one epoch: walked over the (id, length) pairs it shuffled; several:
+// through the document index) and BuildSampleIndex (golden-tested against Megatron's helper)
+// against Megatron's loop above: empty documents, rows ending at a document's end, documents
+// longer than a sample, runs past the last token (no drop_last), one epoch and several (with
+// and without a separate final epoch).
 TEST(Properties, SampleIndexMatchesTheWalkThroughTheDocumentIndex) {
   int one_epoch = 0;
   int cases = 0, separate = 0;
@@ -130,14 +190,19 @@ TEST(Properties, SampleIndexMatchesTheWalkThroughTheDocumentIndex) {
           c.num_samples = 1 + static_cast<int64_t>(g() % (3 * tokens / c.seq_length + 1));
         auto t = BuildGptTables(len, 0, docs, c);
         ASSERT_TRUE(t.ok()) << t.status().ToString();
-        auto forward =
+        const int64_t n = t->num_samples();
+        const std::vector<int32_t> megatron =
+            MegatronSampleWalk(lengths, t->document_index, c.seq_length, n, extra);
+        auto standalone =
             BuildSampleIndex<int32_t>(len, t->document_index, c.seq_length, t->num_epochs,
                                       t->num_tokens_per_epoch, drop_last, extra);
-        ASSERT_EQ(t->sample_index32.size(), forward.size()) << "seed " << seed;
-        for (size_t i = 0; i < forward.size(); ++i) {
-          ASSERT_EQ(t->sample_index32[i], forward[i])
+        ASSERT_EQ(t->sample_index32.size(), megatron.size()) << "seed " << seed;
+        ASSERT_EQ(standalone.size(), megatron.size()) << "seed " << seed;
+        for (size_t i = 0; i < megatron.size(); ++i) {
+          ASSERT_EQ(t->sample_index32[i], megatron[i])
               << "seed " << seed << " extra " << extra << " drop_last " << drop_last << " entry "
-              << i << " of " << forward.size() << ", seq " << c.seq_length;
+              << i << " of " << megatron.size() << ", seq " << c.seq_length;
+          ASSERT_EQ(standalone[i], megatron[i]) << "seed " << seed << " entry " << i;
         }
         ++cases;
         separate += t->separate_final_epoch ? 1 : 0;

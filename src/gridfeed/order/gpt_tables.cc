@@ -80,7 +80,14 @@ void ApplyPairShuffle(int32_t* x, size_t n, DrawStream& draws) {
 
 // Producer side: the same targets numpy's shuffle of n < 2^32 elements draws (all 32-bit).
 void DrawShuffle(size_t n, NumpyRandomState& rng, DrawStream& draws) {
-  for (size_t i = n; i > 1; --i) draws.Push(rng.Interval32(static_cast<uint32_t>(i - 1)));
+  constexpr size_t kBlock = 256;
+  uint32_t block[kBlock];
+  for (size_t i = n; i > 1;) {
+    const size_t count = std::min(kBlock, i - 1);
+    rng.FillIntervals32(static_cast<uint32_t>(i - 1), block, count);
+    for (size_t k = 0; k < count; ++k) draws.Push(block[k]);
+    i -= count;
+  }
 }
 
 // arange(begin, end) into out[begin, end).
@@ -93,35 +100,47 @@ void Iota(PageArray<T>& out, int64_t begin, int64_t end) {
 // [n + 1, 2] rows (position in the document index, offset), over doc_count positions whose
 // lengths `length_of(d)` gives; `prefetch(d)` is told a few dozen positions ahead. `out` holds
 // 2 (n + 1) entries.
+//
+// Megatron walks sample by sample; this walks position by position, which needs no branch
+// on most documents (Megatron's mispredicts about once a sample: 146.5M documents, 0.8 s).
+// Row s >= 1 begins at token s S of the epochs' stream: in the position whose tokens
+// [P, P + L) satisfy P < s S + x <= P + L, at offset s S - P. A row whose s S + x lies past
+// the last token (no drop_last) stays where Megatron's walk runs out: the last position, at
+// its length - x. properties_test compares this with Megatron's loop.
 template <typename T, typename LengthOf, typename Prefetch>
 void WalkSamples(int64_t doc_count, LengthOf length_of, Prefetch prefetch, int64_t seq_length,
                  int64_t n, bool add_extra_token, PageArray<T>& out) {
   const int64_t x = add_extra_token ? 1 : 0;
-  const int64_t last = doc_count - 1;
   constexpr int64_t kAhead = 48;
-  int64_t d = 0, offset = 0;
-  out[0] = 0;
-  out[1] = 0;
-  for (int64_t s = 1; s <= n; ++s) {
-    int64_t remaining = seq_length + x;
-    while (remaining != 0) {
-      if (d + kAhead < doc_count) prefetch(d + kAhead);
-      const int64_t doc_length = length_of(d) - offset;
-      remaining -= doc_length;
-      if (remaining <= 0) {
-        offset += remaining + doc_length - x;
-        remaining = 0;
-      } else {
-        if (d == last) {
-          offset = length_of(d) - x;
-          break;
-        }
-        ++d;
-        offset = 0;
-      }
+  T* const rows = out.data();
+  rows[0] = 0;
+  rows[1] = 0;
+  int64_t s = 1;                   // the next row
+  int64_t bound = seq_length + x;  // s S + x
+  int64_t begin = 0;               // P: the tokens before position d
+  for (int64_t d = 0; d < doc_count && s <= n; ++d) {
+    if (d + kAhead < doc_count) prefetch(d + kAhead);
+    const int64_t end = begin + length_of(d);
+    // Row s is written here whether or not it begins in this document; kept only if it does.
+    rows[2 * s] = static_cast<T>(d);
+    rows[2 * s + 1] = static_cast<T>(bound - x - begin);
+    // here = (bound <= end) as arithmetic: compilers turn the comparison into the branch
+    // this avoids.
+    const int64_t here = 1 + ((end - bound) >> 63);
+    s += here;
+    bound += seq_length & -here;
+    for (; bound <= end && s <= n; ++s, bound += seq_length) {  // a document of > S tokens
+      rows[2 * s] = static_cast<T>(d);
+      rows[2 * s + 1] = static_cast<T>(bound - x - begin);
     }
-    out[static_cast<size_t>(2 * s)] = static_cast<T>(d);
-    out[static_cast<size_t>(2 * s + 1)] = static_cast<T>(offset);
+    begin = end;
+  }
+  if (s <= n && doc_count > 0) {
+    const int64_t last = doc_count - 1, offset = length_of(last) - x;
+    for (; s <= n; ++s) {
+      rows[2 * s] = static_cast<T>(last);
+      rows[2 * s + 1] = static_cast<T>(offset);
+    }
   }
 }
 

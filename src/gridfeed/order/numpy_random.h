@@ -52,6 +52,27 @@ class NumpyRandomState {
     return value;
   }
 
+  // out[k] = Interval32(max - k) for k < count: the same draws, in the same order, without a
+  // branch per draw (a rejected draw is written, then overwritten). REQUIRES: count <= max.
+  void FillIntervals32(uint32_t max, uint32_t* out, size_t count) {
+    size_t k = 0;
+    // While the bound keeps its bit length the mask is fixed, and a draw is kept when it is at
+    // most max - k: one add and one compare from a draw to the next.
+    while (k < count) {
+      const uint32_t mask = 0xffffffffu >> __builtin_clz(max);
+      const uint32_t floor = (mask >> 1) + 1;  // the smallest bound with this mask
+      const size_t run = std::min<size_t>(count - k, max - floor + 1);
+      const size_t end = k + run;
+      const uint32_t top = max + static_cast<uint32_t>(k);  // bound at draw j: top - j
+      while (k < end) {
+        const uint32_t value = Next32() & mask;
+        out[k] = value;
+        k += value <= top - static_cast<uint32_t>(k) ? 1 : 0;
+      }
+      max = top - static_cast<uint32_t>(k);
+    }
+  }
+
   // RandomState.shuffle of a 1-D array: for i = n-1 .. 1, swap x[i] with x[Interval(i)].
   // The permutation does not depend on T. Swap targets are drawn a block ahead and
   // prefetched, which hides the random-access latency of large arrays.
