@@ -69,6 +69,30 @@ TEST(Properties, FillIntervalsDrawsAsIntervalOneAtATime) {
   EXPECT_EQ(blocks, 40 * 12);
 }
 
+// ShuffleSome in pieces of any size (1, a block, thousands) gives Shuffle's permutation and
+// leaves the generator where Shuffle does: the build shuffles the shuffle index a slice at a
+// time between other work.
+TEST(Properties, ShuffleInPiecesIsShuffle) {
+  std::mt19937 g(11);
+  for (uint32_t seed = 0; seed < 30; ++seed) {
+    const size_t n = 1 + g() % 20000;
+    std::vector<uint32_t> whole(n), pieces(n);
+    std::iota(whole.begin(), whole.end(), 0u);
+    pieces = whole;
+    NumpyRandomState a(seed), b(seed);
+    a.Shuffle(std::span<uint32_t>(whole));
+    size_t i = n;
+    int calls = 0;
+    while (i > 1) {
+      const size_t piece = seed % 3 == 0 ? 1 : 1 + g() % (seed % 3 == 1 ? 70 : 5000);
+      b.ShuffleSome(std::span<uint32_t>(pieces), i, piece);
+      ++calls;
+    }
+    ASSERT_EQ(pieces, whole) << "seed " << seed << " n " << n << " in " << calls << " pieces";
+    ASSERT_EQ(a.Next32(), b.Next32()) << "seed " << seed;
+  }
+}
+
 class TablesProperty : public ::testing::TestWithParam<std::tuple<bool, int64_t>> {};
 
 TEST_P(TablesProperty, SamplesAreInBoundsAndDeterministic) {

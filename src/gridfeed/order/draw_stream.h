@@ -24,10 +24,18 @@ class DrawStream {
     if (++written_ % kChunk == 0) Publish();
   }
   void Finish() { Publish(); }
+  // Whether kChunk more Pushes, from a chunk boundary, publish without waiting for the
+  // consumer (it may have read more than it has said: then this is false for a while).
+  bool CanPushChunk() const {
+    return written_ - consumed_.load(std::memory_order_acquire) <= kSize - 2 * kChunk;
+  }
 
   // Consumer: the next target (blocks until the producer has published it).
   uint32_t Pop() {
     if (read_ == available_) Acquire();
+    // Tells the producer of each chunk read, so CanPushChunk sees room before this side runs
+    // dry (no wake-up: a producer asleep in Publish is woken by Acquire).
+    if ((read_ & (kChunk - 1)) == 0) consumed_.store(read_, std::memory_order_release);
     return buffer_[read_++ & (kSize - 1)];
   }
 

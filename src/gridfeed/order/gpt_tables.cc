@@ -1,5 +1,6 @@
 #include "gridfeed/order/gpt_tables.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <latch>
@@ -78,17 +79,53 @@ void ApplyPairShuffle(int32_t* x, size_t n, DrawStream& draws) {
   ApplyShuffleWith(n, draws, swap, [x](size_t t) { __builtin_prefetch(x + 2 * t, 1); });
 }
 
-// Producer side: the same targets numpy's shuffle of n < 2^32 elements draws (all 32-bit).
-void DrawShuffle(size_t n, NumpyRandomState& rng, DrawStream& draws) {
-  constexpr size_t kBlock = 256;
-  uint32_t block[kBlock];
-  for (size_t i = n; i > 1;) {
-    const size_t count = std::min(kBlock, i - 1);
-    rng.FillIntervals32(static_cast<uint32_t>(i - 1), block, count);
-    for (size_t k = 0; k < count; ++k) draws.Push(block[k]);
-    i -= count;
+// Producer side: the targets numpy's shuffles of the document index's segments (each of
+// fewer than 2^32 elements) draw, a chunk at a time into `draws`.
+class SegmentDraws {
+ public:
+  SegmentDraws(std::span<const size_t> sizes, uint32_t seed) : sizes_(sizes), rng_(seed) {
+    i_ = sizes_.empty() ? 0 : sizes_[0];
   }
-}
+  bool done() const { return segment_ >= sizes_.size(); }
+  // The next `count` targets (fewer at the end) into `draws`.
+  void Push(DrawStream& draws, size_t count) {
+    constexpr size_t kBlock = 256;
+    uint32_t block[kBlock];
+    while (count > 0 && !done()) {
+      if (i_ <= 1) {
+        i_ = ++segment_ < sizes_.size() ? sizes_[segment_] : 0;
+        continue;
+      }
+      const size_t n = std::min({kBlock, i_ - 1, count});
+      rng_.FillIntervals32(static_cast<uint32_t>(i_ - 1), block, n);
+      for (size_t k = 0; k < n; ++k) draws.Push(block[k]);
+      i_ -= n;
+      count -= n;
+    }
+  }
+  // The same draws, dropped (`count` at most); the generator is then where the shuffles leave it.
+  void Skip(size_t count) {
+    constexpr size_t kBlock = 1024;
+    uint32_t block[kBlock];
+    while (count > 0 && !done()) {
+      if (i_ <= 1) {
+        i_ = ++segment_ < sizes_.size() ? sizes_[segment_] : 0;
+        continue;
+      }
+      const size_t n = std::min({kBlock, i_ - 1, count});
+      rng_.FillIntervals32(static_cast<uint32_t>(i_ - 1), block, n);
+      i_ -= n;
+      count -= n;
+    }
+  }
+  NumpyRandomState& rng() { return rng_; }
+
+ private:
+  std::span<const size_t> sizes_;
+  size_t segment_ = 0;
+  size_t i_ = 0;  // the shuffle of segment_ is at position i_ (done at <= 1)
+  NumpyRandomState rng_;
+};
 
 // arange(begin, end) into out[begin, end).
 template <typename T>
@@ -269,6 +306,8 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   // Megatron shuffles all epochs of the document index at once, or the final epoch apart.
   const std::vector<int64_t> segments =
       t.separate_final_epoch ? std::vector<int64_t>{E - 1, 1} : std::vector<int64_t>{E};
+  std::vector<size_t> segment_sizes;  // in entries
+  for (int64_t epochs : segments) segment_sizes.push_back(static_cast<size_t>(n_seq * epochs));
 
   // Everything is allocated here, before the drawer starts: past that point nothing on this
   // thread may throw (the drawer could be waiting on it, and a joinable thread terminates).
@@ -285,8 +324,10 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   if (E != 1) t.document_index = PageArray<int32_t>(static_cast<size_t>(n_seq * E));
   // Drawing thread: every random number in Megatron's order. The document-index swap targets
   // go through the stream to the calling thread, which applies them and builds the sample
-  // index while this thread shuffles the shuffle index (whose length follows from the tokens
-  // alone) with the draws that come next.
+  // index. The shuffle index's draws follow them in Megatron's one RandomState, but its length
+  // follows from the tokens alone: a second generator skips past the document index's draws
+  // and shuffles it whenever the stream is full, so this thread's spare time goes to it
+  // rather than to waiting for the applier.
   DrawStream draws;
   std::latch pages_ready(1);
   double shuffle_seconds = 0;
@@ -303,23 +344,45 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
       Iota(t.shuffle_index32, 0, n);
     }
     pages_ready.count_down();
-    NumpyRandomState rng(c.seed);
-    for (int64_t epochs : segments) {
-      DrawShuffle(static_cast<size_t>(n_seq * epochs), rng, draws);
+    SegmentDraws doc(segment_sizes, c.seed), ahead(segment_sizes, c.seed);
+    // The shuffle index's two parts (Megatron's [0, first) and [first, n)), at position `at`.
+    size_t part = 0, at = static_cast<size_t>(first);
+    auto shuffle_some = [&](auto& x, size_t swaps) {
+      using T = std::remove_cvref_t<decltype(x[0])>;
+      const std::span<T> parts[2] = {
+          std::span<T>(x.data(), static_cast<size_t>(first)),
+          std::span<T>(x.data() + first, static_cast<size_t>(n - first))};
+      while (part < 2 && swaps > 0) {
+        const size_t before = at;
+        ahead.rng().ShuffleSome(parts[part], at, swaps);
+        swaps -= std::min(swaps, before - at);
+        if (at <= 1) at = ++part < 2 ? parts[part].size() : 0;
+      }
+    };
+    // One slice of the side work: at most `count` skipped draws or shuffle-index swaps.
+    auto side = [&](size_t count) {
+      Stopwatch watch;
+      if (!ahead.done()) {
+        ahead.Skip(count);
+      } else if (t.shuffle_index_is_int64) {
+        shuffle_some(t.shuffle_index64, count);
+      } else {
+        shuffle_some(t.shuffle_index32, count);
+      }
+      shuffle_seconds += watch.Seconds();
+    };
+    auto side_done = [&] { return ahead.done() && part >= 2; };
+    constexpr size_t kSlice = 4096;  // about 50 us of swaps: the stream holds ms of draws
+    while (!doc.done()) {
+      if (draws.CanPushChunk() || side_done()) {
+        doc.Push(draws, DrawStream::kChunk);  // waits while the stream is full
+      } else {
+        side(kSlice);
+      }
     }
     draws.Finish();
-    Stopwatch watch;
-    auto shuffle = [&](auto& x) {
-      using T = std::remove_cvref_t<decltype(x[0])>;
-      rng.Shuffle(std::span<T>(x.data(), static_cast<size_t>(first)));
-      rng.Shuffle(std::span<T>(x.data() + first, static_cast<size_t>(n - first)));
-    };
-    if (t.shuffle_index_is_int64) {
-      shuffle(t.shuffle_index64);
-    } else {
-      shuffle(t.shuffle_index32);
-    }
-    shuffle_seconds = watch.Seconds();
+    if (!ahead.done()) ahead = doc;  // still skipping: `doc` is where the skip would end
+    while (!side_done()) side(size_t{1} << 20);
   });
 
   double doc_seconds = 0;

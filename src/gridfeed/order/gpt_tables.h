@@ -101,7 +101,8 @@ struct GptTables {
   int64_t SampleOffset(int64_t row) const { return View().SampleOffset(row); }
 };
 
-// Phase times of one build, in seconds.
+// Phase times of one build, in seconds; shuffle_index is the drawing thread's time on the
+// shuffle index (skipping the document index's draws included), beside the document index.
 struct GptTablesTimes {
   double document_index = 0, sample_index = 0, shuffle_index = 0;
 };
@@ -110,10 +111,10 @@ struct GptTablesTimes {
 // sequence ids [begin, end). InvalidArgument when the split has no tokens but samples are
 // asked for (Megatron would loop forever).
 //
-// Uses two threads: one draws every random number in Megatron's order; it hands the
-// document-index swap targets to the other, which applies them and builds the sample index,
-// and meanwhile shuffles the shuffle index (whose length follows from the token count alone)
-// with the draws that come next. The tables live in PageArrays
+// Uses two threads: one draws the document-index swap targets in Megatron's order and hands
+// them to the other, which applies them and builds the sample index; whenever the hand-over
+// is full, the first also skips a second generator past those draws and shuffles the shuffle
+// index with it (its length follows from the token count alone). The tables live in PageArrays
 // (uninitialised, huge pages); beside them the build holds one dense copy of the split's
 // lengths (4 bytes per sequence), which with one epoch travel with the document ids through
 // the shuffle (the document index's 4 bytes per entry doubled until the sample index is

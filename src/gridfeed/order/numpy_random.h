@@ -77,7 +77,15 @@ class NumpyRandomState {
   // The permutation does not depend on T. Swap targets are drawn a block ahead and
   // prefetched, which hides the random-access latency of large arrays.
   template <typename T>
-  void Shuffle(std::span<T> x);
+  void Shuffle(std::span<T> x) {
+    size_t i = x.size();
+    ShuffleSome(x, i, x.size());
+  }
+  // Shuffle a part at a time: continues the shuffle of x at position `i` (x.size() to begin)
+  // for at most `swaps` swaps, and leaves `i` where it stopped (done at i <= 1). The draws are
+  // Shuffle's, in its order, however the calls split it.
+  template <typename T>
+  void ShuffleSome(std::span<T> x, size_t& i, size_t swaps);
 
  private:
   Mt19937 mt_;
@@ -88,13 +96,12 @@ class NumpyRandomState {
 std::vector<int64_t> TorchRandperm(int64_t n, uint64_t seed);
 
 template <typename T>
-void NumpyRandomState::Shuffle(std::span<T> x) {
+void NumpyRandomState::ShuffleSome(std::span<T> x, size_t& i, size_t swaps) {
   constexpr size_t kAhead = 64;
   size_t targets[kAhead];
-  size_t i = x.size();
   // Positions i-1 .. 1 get swapped, in that order.
-  while (i > 1) {
-    const size_t block = std::min(kAhead, i - 1);
+  while (i > 1 && swaps > 0) {
+    const size_t block = std::min({kAhead, i - 1, swaps});
     for (size_t k = 0; k < block; ++k) {
       const size_t max = i - 1 - k;
       targets[k] = max <= 0xffffffffu ? Interval32(static_cast<uint32_t>(max))
@@ -105,6 +112,7 @@ void NumpyRandomState::Shuffle(std::span<T> x) {
       std::swap(x[i - 1 - k], x[targets[k]]);
     }
     i -= block;
+    swaps -= block;
   }
 }
 
