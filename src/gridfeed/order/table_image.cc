@@ -51,19 +51,26 @@ class Arrays {
   // The destination is shared memory on 4 KiB pages (prefaulted by the window, else faulted
   // here), where a copy is bound by page walks: a second thread copies the second half of each
   // large piece.
+  // Each part's pages are faulted in with one call first (a fraction of a fault per page;
+  // nothing where the window was prefaulted): the window of world rank 0's node is not, so it
+  // takes the pages the tables' previous piece just gave back.
+  static void Copy(std::byte* dst, const std::byte* src, size_t n) {
+    PopulateForWrite(dst, n);
+    std::memcpy(dst, src, n);
+  }
   static void CopyOnTwoThreads(std::byte* dst, const std::byte* src, size_t n) {
     if (n < (size_t{8} << 20)) {
-      std::memcpy(dst, src, n);
+      Copy(dst, src, n);
       return;
     }
     const size_t half = n / 2;
     std::jthread other;
     try {
-      other = std::jthread([=] { std::memcpy(dst + half, src + half, n - half); });
+      other = std::jthread([=] { Copy(dst + half, src + half, n - half); });
     } catch (const std::system_error&) {
-      std::memcpy(dst + half, src + half, n - half);  // no thread to be had: copy it here
+      Copy(dst + half, src + half, n - half);  // no thread to be had: copy it here
     }
-    std::memcpy(dst, src, half);
+    Copy(dst, src, half);
   }
   // Copies every array to `base` (gaps between them zeroed), releasing each after its copy
   // (a PageArray also piece by piece while it is copied).

@@ -91,7 +91,8 @@ class SharedImage {
   SharedImage() = default;
   // The phases of Distribute on the readers (each collective as its comment in the .cc says).
   Status SplitNodes(const Grid& grid, const NodeSplit& nodes);
-  Status AllocateWindow(MPI_Comm agree, int rank_name, uint64_t size, std::byte** base);
+  Status AllocateWindow(MPI_Comm agree, int rank_name, uint64_t size, std::byte** base,
+                        bool prefault);
   Status FillWhole(const Grid& grid, ImageProducer& producer, uint64_t size, Digest digest,
                    const NodeSplit& nodes, double* write_seconds);
   Status FillPerNode(const Grid& grid, ImageProducer& producer, int reader_key, Digest digest,
@@ -107,6 +108,7 @@ class SharedImage {
   uint64_t digest_ = 0;
   size_t node_bytes_ = 0;
   int readers_on_node_ = 0;
+  bool node_has_world0_ = false;  // this node's readers include world rank 0
   int num_nodes_ = 0;
   std::vector<int> readers_per_node_;
 };
