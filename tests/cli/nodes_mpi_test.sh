@@ -52,12 +52,12 @@ for case in "4 1 4 auto" "4 0 0 full" "2 3 6 auto"; do
   read -r per node leader window <<< "$case"
   start=$(date +%s)
   set +e
-  run8 "corrupt$per" --testing-ranks-per-node "$per" --testing-corrupt-image-node "$node" \
+  run8 "corrupt$per$node" --testing-ranks-per-node "$per" --testing-corrupt-image-node "$node" \
     --node-window "$window"
   rc=$?
   set -e
   elapsed=$(( $(date +%s) - start ))
-  out="$WORK/corrupt$per.out"
+  out="$WORK/corrupt$per$node.out"
   [ "$rc" -ne 0 ] || { cat "$out"; fail "corrupted image on node $node accepted"; }
   [ "$rc" -ne 124 ] || { cat "$out"; fail "corrupted image on node $node: job hung"; }
   [ "$elapsed" -lt 60 ] || fail "corrupted image: job took ${elapsed}s to end"

@@ -69,9 +69,9 @@ TEST(Properties, FillIntervalsDrawsAsIntervalOneAtATime) {
   EXPECT_EQ(blocks, 40 * 12);
 }
 
-// ShuffleSome in pieces of any size (1, a block, thousands) gives Shuffle's permutation and
-// leaves the generator where Shuffle does: the build shuffles the shuffle index a slice at a
-// time between other work.
+// ShuffleSome in pieces of any size (1, a block, thousands) gives what it gives in one piece
+// (Shuffle, golden-tested against numpy) and leaves the generator where that does: how the
+// build slices the shuffle index between other work does not change a draw.
 TEST(Properties, ShuffleInPiecesIsShuffle) {
   std::mt19937 g(11);
   for (uint32_t seed = 0; seed < 30; ++seed) {
@@ -148,6 +148,54 @@ INSTANTIATE_TEST_SUITE_P(Order, TablesProperty,
                          ::testing::Combine(::testing::Bool(),
                                             ::testing::Values(int64_t{10}, int64_t{900},
                                                               int64_t{4000})));
+
+// Builds whose stream to the applier fills (small chunks; and the default, where 600K draws
+// may or may not fill it), so the drawing thread skips a second generator and shuffles the
+// shuffle index between its pushes: the tables must equal one RandomState drawing the
+// document index's segments and then the shuffle index's two parts in order, with one epoch
+// and with several (a separate final epoch or not).
+TEST(Properties, BuildsWithAFullStreamDrawAsOneRandomState) {
+  std::mt19937 g(3);
+  const int docs = 600000;
+  std::vector<int32_t> lengths(docs);
+  for (auto& l : lengths) l = 1 + static_cast<int32_t>(g() % 40);
+  int64_t tokens = 0;
+  for (int32_t l : lengths) tokens += l;
+  io::LeSpan<int32_t> len(reinterpret_cast<const std::byte*>(lengths.data()), lengths.size());
+  int separate = 0;
+  // One epoch; 2.3 epochs (the last apart, under 80 % of an epoch); 2.95 epochs (all at once).
+  for (size_t chunk : {size_t{16}, size_t{256}, size_t{0}})
+    for (double epochs : {0.0, 2.3, 2.95}) {
+      GptTablesConfig c;
+      c.testing_draw_chunk = chunk;
+      c.seed = 77;
+      c.seq_length = 64;
+      if (epochs > 0) c.num_samples = static_cast<int64_t>(epochs * tokens / c.seq_length);
+      auto t = BuildGptTables(len, 0, docs, c);
+      ASSERT_TRUE(t.ok()) << t.status().ToString();
+      const int64_t E = t->num_epochs, n = t->num_samples();
+      NumpyRandomState rng(c.seed);
+      std::vector<int32_t> doc(static_cast<size_t>(docs * E));
+      for (size_t i = 0; i < doc.size(); ++i) doc[i] = static_cast<int32_t>(i % docs);
+      const size_t last =
+          t->separate_final_epoch ? static_cast<size_t>(docs * (E - 1)) : doc.size();
+      rng.Shuffle(std::span<int32_t>(doc.data(), last));
+      rng.Shuffle(std::span<int32_t>(doc.data() + last, doc.size() - last));
+      ASSERT_TRUE(
+          std::equal(doc.begin(), doc.end(), t->document_index.begin(), t->document_index.end()))
+          << "document index, " << E << " epochs";
+      const int64_t first = t->separate_final_epoch ? t->num_samples_sans_final_epoch : n;
+      std::vector<uint32_t> shuffle(static_cast<size_t>(n));
+      std::iota(shuffle.begin(), shuffle.end(), 0u);
+      rng.Shuffle(std::span<uint32_t>(shuffle.data(), static_cast<size_t>(first)));
+      rng.Shuffle(std::span<uint32_t>(shuffle.data() + first, static_cast<size_t>(n - first)));
+      ASSERT_TRUE(std::equal(shuffle.begin(), shuffle.end(), t->shuffle_index32.begin(),
+                             t->shuffle_index32.end()))
+          << "shuffle index, " << E << " epochs";
+      separate += t->separate_final_epoch ? 1 : 0;
+    }
+  EXPECT_EQ(separate, 3);
+}
 
 // Megatron's build_sample_idx as its loop reads (sample by sample, taking documents until
 // seq_length + x tokens are covered), written here apart from the library's walk so the two

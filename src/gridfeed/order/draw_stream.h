@@ -12,22 +12,25 @@ namespace gridfeed::order {
 
 class DrawStream {
  public:
-  static constexpr size_t kChunk = size_t{1} << 14;
+  static constexpr size_t kDefaultChunk = size_t{1} << 14;
   static constexpr size_t kChunks = 16;
-  static constexpr size_t kSize = kChunk * kChunks;  // a power of two: indices are masked
 
-  DrawStream() : buffer_(kSize) {}
+  // `chunk`: targets published at a time, a power of two (tests use small ones so that the
+  // stream fills); the stream holds kChunks of them.
+  explicit DrawStream(size_t chunk = kDefaultChunk)
+      : chunk_(chunk), size_(chunk * kChunks), buffer_(size_) {}
+  size_t chunk() const { return chunk_; }
 
   // Producer: appends one target; publishes whole chunks (and the tail on Finish).
   void Push(uint32_t target) {
-    buffer_[written_ & (kSize - 1)] = target;
-    if (++written_ % kChunk == 0) Publish();
+    buffer_[written_ & (size_ - 1)] = target;
+    if ((++written_ & (chunk_ - 1)) == 0) Publish();
   }
   void Finish() { Publish(); }
-  // Whether kChunk more Pushes, from a chunk boundary, publish without waiting for the
+  // Whether chunk() more Pushes, from a chunk boundary, publish without waiting for the
   // consumer (it may have read more than it has said: then this is false for a while).
   bool CanPushChunk() const {
-    return written_ - consumed_.load(std::memory_order_acquire) <= kSize - 2 * kChunk;
+    return written_ - consumed_.load(std::memory_order_acquire) <= size_ - 2 * chunk_;
   }
 
   // Consumer: the next target (blocks until the producer has published it).
@@ -35,14 +38,14 @@ class DrawStream {
     if (read_ == available_) Acquire();
     // Tells the producer of each chunk read, so CanPushChunk sees room before this side runs
     // dry (no wake-up: a producer asleep in Publish is woken by Acquire).
-    if ((read_ & (kChunk - 1)) == 0) consumed_.store(read_, std::memory_order_release);
-    return buffer_[read_++ & (kSize - 1)];
+    if ((read_ & (chunk_ - 1)) == 0) consumed_.store(read_, std::memory_order_release);
+    return buffer_[read_++ & (size_ - 1)];
   }
 
  private:
   void Publish() {
     // Wait while the consumer is a whole ring behind.
-    for (uint64_t c = consumed_.load(std::memory_order_acquire); written_ - c > kSize - kChunk;
+    for (uint64_t c = consumed_.load(std::memory_order_acquire); written_ - c > size_ - chunk_;
          c = consumed_.load(std::memory_order_acquire)) {
       consumed_.wait(c, std::memory_order_acquire);
     }
@@ -59,6 +62,7 @@ class DrawStream {
     available_ = p;
   }
 
+  const size_t chunk_, size_;  // size_ = chunk_ * kChunks, a power of two: indices are masked
   std::vector<uint32_t> buffer_;
   // Producer and consumer state live on separate cache lines (no false sharing).
   alignas(64) uint64_t written_ = 0;

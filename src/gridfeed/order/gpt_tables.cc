@@ -9,6 +9,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "gridfeed/core/check.h"
 #include "gridfeed/core/memory_usage.h"
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/order/draw_stream.h"
@@ -147,6 +148,7 @@ void Iota(PageArray<T>& out, int64_t begin, int64_t end) {
 template <typename T, typename LengthOf, typename Prefetch>
 void WalkSamples(int64_t doc_count, LengthOf length_of, Prefetch prefetch, int64_t seq_length,
                  int64_t n, bool add_extra_token, PageArray<T>& out) {
+  GRIDFEED_CHECK(doc_count > 0 || n == 0);  // samples need a document (Megatron reads one)
   const int64_t x = add_extra_token ? 1 : 0;
   constexpr int64_t kAhead = 48;
   T* const rows = out.data();
@@ -287,6 +289,10 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   // before (and beside) the sample index.
   const int64_t n = SampleCount(E, T, c.seq_length, c.drop_last, c.add_extra_token);
   const int64_t first = t.separate_final_epoch ? t.num_samples_sans_final_epoch : n;
+  if (first > n) {  // Megatron would shuffle past its array's end
+    return Internal("the shuffle index's first part (" + std::to_string(first) +
+                    " samples) exceeds its " + std::to_string(n) + " samples");
+  }
   t.shuffle_index_is_int64 = n >= int64_t{0xffffffff} - 1;
   t.sample_index_is_int64 =
       std::max<int64_t>(n_seq * E, max_length) > std::numeric_limits<int32_t>::max();
@@ -328,7 +334,7 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   // follows from the tokens alone: a second generator skips past the document index's draws
   // and shuffles it whenever the stream is full, so this thread's spare time goes to it
   // rather than to waiting for the applier.
-  DrawStream draws;
+  DrawStream draws(c.testing_draw_chunk > 0 ? c.testing_draw_chunk : DrawStream::kDefaultChunk);
   std::latch pages_ready(1);
   double shuffle_seconds = 0;
   std::thread drawer([&] {
@@ -375,7 +381,7 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
     constexpr size_t kSlice = 4096;  // about 50 us of swaps: the stream holds ms of draws
     while (!doc.done()) {
       if (draws.CanPushChunk() || side_done()) {
-        doc.Push(draws, DrawStream::kChunk);  // waits while the stream is full
+        doc.Push(draws, draws.chunk());  // waits while the stream is full
       } else {
         side(kSlice);
       }

@@ -28,6 +28,9 @@ struct GptTablesConfig {
   // span (io::IndexedDataset::CopySequenceLengths); false: not done, the span is read.
   using CopyLengths = std::function<bool(int64_t begin, int64_t end, int32_t* out)>;
   CopyLengths copy_lengths;
+  // Tests: targets per chunk of the stream to the applier (a power of two; 0: 16,384), small
+  // so that the stream fills and the drawing thread's side work runs on small inputs.
+  size_t testing_draw_chunk = 0;
 };
 
 // A read-only view of one dataset's tables, wherever they live (a GptTables, or a table image
