@@ -36,8 +36,16 @@ Status WriteOfflineOutput(const order::OfflineOutput& output, const std::string&
   auto worker = [&] {
     for (size_t i; (i = next.fetch_add(1)) < arrays.size();) {
       const auto& a = arrays[i];
+      const auto start = std::chrono::steady_clock::now();
       Result<io::TempFile> r =
           io::WriteNpyTemp(dir + "/" + a.path, a.descr, a.shape, a.data, a.size_bytes);
+      if (r.ok() && log::Enabled(log::Level::kDebug)) {
+        char line[96];
+        std::snprintf(
+            line, sizeof(line), ": %.1f MB in %.3f s", static_cast<double>(a.size_bytes) / 1e6,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        log::Debug("wrote " + a.path + line);
+      }
       if (sync_each && r.ok()) {
         if (Status st = r->Close(); !st.ok()) {
           written[i].emplace(st);
