@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "gridfeed/core/check.h"
+
 namespace gridfeed::order {
 
 class DrawStream {
@@ -18,7 +20,9 @@ class DrawStream {
   // `chunk`: targets published at a time, a power of two (tests use small ones so that the
   // stream fills); the stream holds kChunks of them.
   explicit DrawStream(size_t chunk = kDefaultChunk)
-      : chunk_(chunk), size_(chunk * kChunks), buffer_(size_) {}
+      : chunk_(chunk), size_(chunk * kChunks), buffer_(size_) {
+    GRIDFEED_CHECK(chunk > 0 && (chunk & (chunk - 1)) == 0);  // indices are masked
+  }
   size_t chunk() const { return chunk_; }
 
   // Producer: appends one target; publishes whole chunks (and the tail on Finish).

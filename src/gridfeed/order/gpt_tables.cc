@@ -90,6 +90,20 @@ class SegmentDraws {
   bool done() const { return segment_ >= sizes_.size(); }
   // The next `count` targets (fewer at the end) into `draws`.
   void Push(DrawStream& draws, size_t count) {
+    Draw(count, [&draws](const uint32_t* block, size_t n) {
+      for (size_t k = 0; k < n; ++k) draws.Push(block[k]);
+    });
+  }
+  // The same draws, dropped (`count` at most); the generator is then where the shuffles leave it.
+  void Skip(size_t count) {
+    Draw(count, [](const uint32_t*, size_t) {});
+  }
+  NumpyRandomState& rng() { return rng_; }
+
+ private:
+  // The next `count` targets (fewer at the end), a block at a time to `use(block, n)`.
+  template <typename Use>
+  void Draw(size_t count, Use use) {
     constexpr size_t kBlock = 256;
     uint32_t block[kBlock];
     while (count > 0 && !done()) {
@@ -99,29 +113,12 @@ class SegmentDraws {
       }
       const size_t n = std::min({kBlock, i_ - 1, count});
       rng_.FillIntervals32(static_cast<uint32_t>(i_ - 1), block, n);
-      for (size_t k = 0; k < n; ++k) draws.Push(block[k]);
+      use(block, n);
       i_ -= n;
       count -= n;
     }
   }
-  // The same draws, dropped (`count` at most); the generator is then where the shuffles leave it.
-  void Skip(size_t count) {
-    constexpr size_t kBlock = 1024;
-    uint32_t block[kBlock];
-    while (count > 0 && !done()) {
-      if (i_ <= 1) {
-        i_ = ++segment_ < sizes_.size() ? sizes_[segment_] : 0;
-        continue;
-      }
-      const size_t n = std::min({kBlock, i_ - 1, count});
-      rng_.FillIntervals32(static_cast<uint32_t>(i_ - 1), block, n);
-      i_ -= n;
-      count -= n;
-    }
-  }
-  NumpyRandomState& rng() { return rng_; }
 
- private:
   std::span<const size_t> sizes_;
   size_t segment_ = 0;
   size_t i_ = 0;  // the shuffle of segment_ is at position i_ (done at <= 1)
@@ -309,11 +306,12 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
         "; ask for fewer samples or use a machine with more memory"));
   }
 
-  // Megatron shuffles all epochs of the document index at once, or the final epoch apart.
-  const std::vector<int64_t> segments =
-      t.separate_final_epoch ? std::vector<int64_t>{E - 1, 1} : std::vector<int64_t>{E};
-  std::vector<size_t> segment_sizes;  // in entries
-  for (int64_t epochs : segments) segment_sizes.push_back(static_cast<size_t>(n_seq * epochs));
+  // Megatron shuffles all epochs of the document index at once, or the final epoch apart: the
+  // segments' sizes, in entries.
+  const auto entries = [n_seq](int64_t epochs) { return static_cast<size_t>(n_seq * epochs); };
+  const std::vector<size_t> segments = t.separate_final_epoch
+                                           ? std::vector<size_t>{entries(E - 1), entries(1)}
+                                           : std::vector<size_t>{entries(E)};
 
   // Everything is allocated here, before the drawer starts: past that point nothing on this
   // thread may throw (the drawer could be waiting on it, and a joinable thread terminates).
@@ -350,7 +348,7 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
       Iota(t.shuffle_index32, 0, n);
     }
     pages_ready.count_down();
-    SegmentDraws doc(segment_sizes, c.seed), ahead(segment_sizes, c.seed);
+    SegmentDraws doc(segments, c.seed), ahead(segments, c.seed);
     // The shuffle index's two parts (Megatron's [0, first) and [first, n)), at position `at`.
     size_t part = 0, at = static_cast<size_t>(first);
     auto shuffle_some = [&](auto& x, size_t swaps) {
@@ -424,8 +422,7 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   } else {
     FillEpochs(begin, end, E, t.document_index);
     size_t at = 0;
-    for (int64_t epochs : segments) {
-      const size_t len = static_cast<size_t>(n_seq * epochs);
+    for (const size_t len : segments) {
       ApplyShuffle(std::span<int32_t>(t.document_index.data() + at, len), draws);
       at += len;
     }
