@@ -168,6 +168,7 @@ TEST(Properties, BuildsWithAFullStreamDrawAsOneRandomState) {
     for (double epochs : {0.0, 2.3, 2.95}) {
       GptTablesConfig c;
       c.testing_draw_chunk = chunk;
+      c.testing_pass_every = chunk == 16 ? 64 : 0;  // give the pairs back every 64 positions
       c.seed = 77;
       c.seq_length = 64;
       if (epochs > 0) c.num_samples = static_cast<int64_t>(epochs * tokens / c.seq_length);
@@ -257,6 +258,7 @@ TEST(Properties, SampleIndexMatchesTheWalkThroughTheDocumentIndex) {
         c.seq_length = 1 + static_cast<int64_t>(g() % (seed % 2 ? 7 : 600));
         c.add_extra_token = extra;
         c.drop_last = drop_last;
+        c.testing_pass_every = int64_t{1} << (seed % 8);  // ids out, pairs back: every 1-128
         // No sample count (one epoch), or one that takes several epochs.
         if (seed % 5 != 0)
           c.num_samples = 1 + static_cast<int64_t>(g() % (3 * tokens / c.seq_length + 1));

@@ -141,10 +141,15 @@ void Iota(PageArray<T>& out, int64_t begin, int64_t end) {
 // Row s >= 1 begins at token s S of the epochs' stream: in the position whose tokens
 // [P, P + L) satisfy P < s S + x <= P + L, at offset s S - P. A row whose s S + x lies past
 // the last token (no drop_last) stays where Megatron's walk runs out: the last position, at
-// its length - x. properties_test compares this with Megatron's loop.
-template <typename T, typename LengthOf, typename Prefetch>
+// its length - x. properties_test compares this with Megatron's loop. `passed(d)` is told,
+// every `pass_every` positions (a power of two), that the walk is done with those before d.
+struct NothingPassed {
+  void operator()(int64_t) const {}
+};
+template <typename T, typename LengthOf, typename Prefetch, typename Passed = NothingPassed>
 void WalkSamples(int64_t doc_count, LengthOf length_of, Prefetch prefetch, int64_t seq_length,
-                 int64_t n, bool add_extra_token, PageArray<T>& out) {
+                 int64_t n, bool add_extra_token, PageArray<T>& out, Passed passed = {},
+                 int64_t pass_every = int64_t{1} << 20) {
   GRIDFEED_CHECK(doc_count > 0 || n == 0);  // samples need a document (Megatron reads one)
   const int64_t x = add_extra_token ? 1 : 0;
   constexpr int64_t kAhead = 48;
@@ -156,6 +161,7 @@ void WalkSamples(int64_t doc_count, LengthOf length_of, Prefetch prefetch, int64
   int64_t begin = 0;               // P: the tokens before position d
   for (int64_t d = 0; d < doc_count && s <= n; ++d) {
     if (d + kAhead < doc_count) prefetch(d + kAhead);
+    if ((d & (pass_every - 1)) == 0 && d > 0) passed(d);
     const int64_t end = begin + length_of(d);
     // Row s is written here whether or not it begins in this document; kept only if it does.
     rows[2 * s] = static_cast<T>(d);
@@ -226,6 +232,9 @@ template PageArray<int64_t> BuildSampleIndex<int64_t>(io::LeSpan<int32_t>, std::
 Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int64_t end,
                                  const GptTablesConfig& c, GptTablesTimes* times) {
   if (c.seq_length <= 0) return InvalidArgument("seq_length must be positive");
+  if (c.testing_pass_every < 0 || (c.testing_pass_every & (c.testing_pass_every - 1)) != 0) {
+    return InvalidArgument("testing_pass_every must be a power of two");
+  }
   if (begin < 0 || end < begin || static_cast<size_t>(end) > lengths.size()) {
     return InvalidArgument("sequence range [" + std::to_string(begin) + ", " + std::to_string(end) +
                            ") outside the dataset's " + std::to_string(lengths.size()) +
@@ -325,7 +334,7 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   } else {
     t.shuffle_index32 = PageArray<uint32_t>(static_cast<size_t>(n));
   }
-  if (E != 1) t.document_index = PageArray<int32_t>(static_cast<size_t>(n_seq * E));
+  t.document_index = PageArray<int32_t>(static_cast<size_t>(n_seq * E));
   // Drawing thread: every random number in Megatron's order. The document-index swap targets
   // go through the stream to the calling thread, which applies them and builds the sample
   // index. The shuffle index's draws follow them in Megatron's one RandomState, but its length
@@ -336,10 +345,12 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   std::latch pages_ready(1);
   double shuffle_seconds = 0;
   std::thread drawer([&] {
-    // First the sample and shuffle indexes' pages, while the other thread fills.
-    if (t.sample_index_is_int64) {
+    // First the sample and shuffle indexes' pages, while the other thread fills. With one
+    // epoch the sample index is faulted in as the walk gives back the (id, length) pairs'
+    // pages instead, so that the pairs and the tables are not all held at once.
+    if (E != 1 && t.sample_index_is_int64) {
       t.sample_index64.Populate();
-    } else {
+    } else if (E != 1) {
       t.sample_index32.Populate();
     }
     if (t.shuffle_index_is_int64) {
@@ -392,8 +403,10 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   double doc_seconds = 0;
   if (E == 1) {
     // One epoch: the shuffle moves (id, length) pairs, so the sample index reads the lengths
-    // in order rather than one at random per document (146.5M documents: 1.5 s less); then
-    // the ids are packed to the front and the rest given back. A length is read before its
+    // in order rather than one at random per document (146.5M documents: 1.5 s less). The
+    // walk then copies the ids out to the document index a block of positions behind it and
+    // gives the pairs' pages back, so the pairs are never held beside all the tables
+    // (146.5M documents: 1.17 GB of pairs, 1.46 GB of tables). A length is read before its
     // pair is written: pair i covers lengths up to i, already read.
     int32_t* const pairs = buffer.data();
     for (int64_t i = 0; i < n_seq; ++i) {
@@ -405,20 +418,27 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
     doc_seconds = t0.Seconds();
     t0 = Stopwatch();
     pages_ready.wait();
+    int32_t* const ids = t.document_index.data();
+    int64_t copied = 0;  // ids[0, copied) are written, and the pairs' pages before them given back
+    auto copy_ids = [&](int64_t to) {
+      for (int64_t d = copied; d < to; ++d) ids[d] = pairs[2 * d];
+      buffer.ReleaseFront(static_cast<size_t>(2 * to));
+      copied = to;
+    };
     auto walk = [&](auto& out) {
       using Out = std::remove_cvref_t<decltype(out[0])>;
       WalkSamples<Out>(
           n_seq, [pairs](int64_t d) { return int64_t{pairs[2 * d + 1]}; }, [](int64_t) {},
-          c.seq_length, n, c.add_extra_token, out);
+          c.seq_length, n, c.add_extra_token, out, copy_ids,
+          c.testing_pass_every > 0 ? c.testing_pass_every : int64_t{1} << 20);
     };
     if (t.sample_index_is_int64) {
       walk(t.sample_index64);
     } else {
       walk(t.sample_index32);
     }
-    for (int64_t i = 0; i < n_seq; ++i) pairs[i] = pairs[2 * i];
-    buffer.Truncate(static_cast<size_t>(n_seq));
-    t.document_index = std::move(buffer);
+    copy_ids(n_seq);  // the walk stops once it has its samples
+    buffer = PageArray<int32_t>();
   } else {
     FillEpochs(begin, end, E, t.document_index);
     size_t at = 0;

@@ -31,6 +31,9 @@ struct GptTablesConfig {
   // Tests: targets per chunk of the stream to the applier (a power of two; 0: 16,384), small
   // so that the stream fills and the drawing thread's side work runs on small inputs.
   size_t testing_draw_chunk = 0;
+  // Tests: with one epoch, positions the sample-index walk passes between copying the ids out
+  // and giving back the pairs' pages (a power of two; 0: 2^20), small so small inputs do it.
+  int64_t testing_pass_every = 0;
 };
 
 // A read-only view of one dataset's tables, wherever they live (a GptTables, or a table image
@@ -119,9 +122,9 @@ struct GptTablesTimes {
 // is full, the first also skips a second generator past those draws and shuffles the shuffle
 // index with it (its length follows from the token count alone). The tables live in PageArrays
 // (uninitialised, huge pages); beside them the build holds one dense copy of the split's
-// lengths (4 bytes per sequence), which with one epoch travel with the document ids through
-// the shuffle (the document index's 4 bytes per entry doubled until the sample index is
-// walked).
+// lengths (4 bytes per sequence). With one epoch they travel with the document ids through
+// the shuffle as (id, length) pairs, which the sample-index walk gives back as it copies the
+// ids out: the pairs and the shuffle index are held, then the tables, never all of them.
 Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int64_t end,
                                  const GptTablesConfig& config, GptTablesTimes* times = nullptr);
 
