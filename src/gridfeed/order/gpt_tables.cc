@@ -303,7 +303,8 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   t.sample_index_is_int64 =
       std::max<int64_t>(n_seq * E, max_length) > std::numeric_limits<int32_t>::max();
   {
-    // The tables still to fault in (one epoch: the pairs' half of `buffer`).
+    // The tables still to fault in (one epoch: the pairs' half of `buffer`, then the document
+    // index and the sample index, in pages the pairs give back as the walk passes them).
     const double entries = static_cast<double>(n + 1);
     const double bytes = 4.0 * static_cast<double>(E == 1 ? n_seq : n_seq * E) +
                          entries * (t.sample_index_is_int64 ? 16 : 8) +

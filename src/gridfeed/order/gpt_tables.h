@@ -124,7 +124,7 @@ struct GptTablesTimes {
 // (uninitialised, huge pages); beside them the build holds one dense copy of the split's
 // lengths (4 bytes per sequence). With one epoch they travel with the document ids through
 // the shuffle as (id, length) pairs, which the sample-index walk gives back as it copies the
-// ids out: the pairs and the shuffle index are held, then the tables, never all of them.
+// ids out: never all the pairs beside all the tables.
 Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int64_t end,
                                  const GptTablesConfig& config, GptTablesTimes* times = nullptr);
 
