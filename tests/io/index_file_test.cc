@@ -120,6 +120,59 @@ TEST(ParseIndex, ReadThroughADescriptorSameVerdictsAsTheMapping) {
   }
 }
 
+// The in-order feed hands over every byte of the file once, in order, through a descriptor and
+// through the mapping: across the check's parts, with modes, with a plain reading's trailing
+// mode bytes, and with no sequence at all.
+TEST(ParseIndex, InOrderFeedIsTheWholeFile) {
+  const std::string dir = gridfeed::testing::ScratchDir("parse_feed");
+  // No sequence, one document entry (0).
+  std::vector<std::byte> empty(9);
+  std::memcpy(empty.data(), kIndexMagic, 9);
+  auto put = [&empty](const auto& v) {
+    const auto* c = reinterpret_cast<const std::byte*>(&v);
+    empty.insert(empty.end(), c, c + sizeof(v));
+  };
+  put(uint64_t{1});  // version
+  put(uint8_t{4});   // int32
+  put(uint64_t{0});  // sequences
+  put(uint64_t{1});  // document entries
+  put(int64_t{0});
+  struct Case {
+    const char* name;
+    std::vector<std::byte> bytes;
+    bool multimodal;
+  };
+  const Case cases[] = {{"long", LongIndex((uint64_t{1} << 21) + 7), false},
+                        {"hand", HandIndex(false), false},
+                        {"hand_modes", HandIndex(true), true},
+                        {"hand_modes_as_plain", HandIndex(true), false},
+                        {"empty", empty, false}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string path = dir + "/" + c.name + ".idx";
+    {
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      out.write(reinterpret_cast<const char*>(c.bytes.data()),
+                static_cast<std::streamsize>(c.bytes.size()));
+    }
+    auto file = MMapFile::Open(path);
+    ASSERT_TRUE(file.ok()) << file.status().ToString();
+    const MappedFileReader reader(*file);
+    ASSERT_TRUE(reader.ok());
+    for (const MappedFileReader* through :
+         {&reader, static_cast<const MappedFileReader*>(nullptr)}) {
+      std::vector<std::byte> fed;
+      const InOrderFn feed = [&](std::span<const std::byte> part) {
+        fed.insert(fed.end(), part.begin(), part.end());
+      };
+      auto v = ParseIndex(file->bytes(), path, c.multimodal, IndexCheck::kFull, {}, through, feed);
+      ASSERT_TRUE(v.ok()) << v.status().ToString();
+      EXPECT_TRUE(fed == c.bytes) << "fed " << fed.size() << " of " << c.bytes.size() << " bytes"
+                                  << (through ? ", through the reader" : ", through the mapping");
+    }
+  }
+}
+
 // A reader onto a path that names another file by now is not used.
 TEST(MappedFileReader, RefusesAFileReplacedSinceTheMapping) {
   const std::string dir = gridfeed::testing::ScratchDir("reader_replaced");

@@ -140,6 +140,21 @@ TEST(IndexedDataset, IndexDigestIsTheWholeFilesAndComputedOnce) {
   EXPECT_EQ(moved.index_xxh3(), want);
 }
 
+// Opened with `digest`, the check computes the same digest from its own reads (a corpus of
+// more sequences than one part of the check holds, so the feed crosses parts).
+TEST(IndexedDataset, IndexDigestFromTheCheckIsTheWholeFiles) {
+  const std::string prefix = ScratchDir("ds_digest_check") + "/c";
+  std::vector<std::vector<std::vector<int64_t>>> docs;
+  for (int i = 0; i < 70000; ++i) docs.push_back({{i % 7, 1}, {2}});
+  gridfeed::testing::WriteCorpus(prefix, DType::kUInt16, docs);
+  auto idx = ReadFileToString(prefix + ".idx");
+  ASSERT_TRUE(idx.ok());
+  const uint64_t want = XXH3_64bits(idx->data(), idx->size());
+  auto ds = IndexedDataset::Open(prefix, false, IndexCheck::kFull, /*digest=*/true);
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  EXPECT_EQ(ds->index_xxh3(), want);
+}
+
 TEST(IndexedDataset, UnchangedUntilAFileIsReplacedOrTouched) {
   const std::string dir = ScratchDir("ds_unchanged");
   const std::string prefix = dir + "/c";

@@ -267,7 +267,7 @@ TEST(BuildDatasets, ABadWeightIsReportedBeforeAnyStoreIsOpened) {
 
 // With digest_indexes the stores' index digests are computed beside the tables: each equals
 // XXH3-64 of its .idx file.
-TEST(BuildDatasets, IndexDigestsComputedBesideTheTablesAreTheFiles) {
+TEST(BuildDatasets, IndexDigestsComputedByTheChecksAreTheFiles) {
   DatasetConfig c;
   c.seq_length = 16;
   c.split = "100,0,0";

@@ -27,7 +27,7 @@ Status Corrupt(const std::string& path, const std::string& field, const std::str
 
 Result<IndexView> ParseIndex(std::span<const std::byte> bytes, const std::string& path,
                              bool multimodal, IndexCheck check, const CheckedFn& checked,
-                             const MappedFileReader* reader) {
+                             const MappedFileReader* reader, const InOrderFn& in_order) {
   const size_t n = bytes.size();
   if (n < kIndexHeaderBytes) {
     return Corrupt(path, "header", "at least " + std::to_string(kIndexHeaderBytes) + " bytes",
@@ -114,6 +114,34 @@ Result<IndexView> ParseIndex(std::span<const std::byte> bytes, const std::string
            reader->ReadAt(file_offset(from), std::as_writable_bytes(std::span(
                                                  buf.data(), static_cast<size_t>(count))));
   };
+  // The in-order feed: bytes [0, fed) of the file went to `in_order`. feed_to reads the next
+  // ones itself (through `reader`, else the mapping); feed_part hands over what the check read.
+  uint64_t fed = 0;
+  std::vector<std::byte> feed_buf;
+  auto feed_to = [&](uint64_t to) {
+    if (!in_order) return;
+    constexpr uint64_t kFeed = uint64_t{1} << 20;
+    while (fed < to) {
+      const size_t k = static_cast<size_t>(std::min(kFeed, to - fed));
+      feed_buf.resize(std::max(feed_buf.size(), k));
+      const std::span<std::byte> part(feed_buf.data(), k);
+      if (buffered && reader->ReadAt(fed, part)) {
+        in_order(part);
+      } else {
+        in_order(bytes.subspan(static_cast<size_t>(fed), k));
+      }
+      fed += k;
+    }
+  };
+  auto feed_part = [&](uint64_t offset, std::span<const std::byte> part) {
+    if (!in_order) return;
+    feed_to(offset);
+    const uint64_t end = offset + part.size();
+    if (end <= fed) return;
+    in_order(part.subspan(static_cast<size_t>(fed - offset)));
+    fed = end;
+  };
+  feed_to(file_offset(view.sequence_pointers.bytes().data()));  // the header and the lengths
   uint64_t pointer = 0;
   uint64_t tokens = 0;
   // The checks of sequences [lo, hi), whatever holds them.
@@ -144,10 +172,12 @@ Result<IndexView> ParseIndex(std::span<const std::byte> bytes, const std::string
       GRIDFEED_RETURN_IF_ERROR(check_sequences(
           lo, hi, [&](uint64_t i) { return len_buf[i - lo]; },
           [&](uint64_t i) { return ptr_buf[i - lo]; }));
+      feed_part(file_offset(ptrs), std::as_bytes(std::span(ptr_buf).first(hi - lo)));
     } else {
       GRIDFEED_RETURN_IF_ERROR(check_sequences(
           lo, hi, [&](uint64_t i) { return view.sequence_lengths[i]; },
           [&](uint64_t i) { return view.sequence_pointers[i]; }));
+      feed_part(file_offset(ptrs), std::span(ptrs, (hi - lo) * 8));
       done(ptrs, (hi - lo) * 8);
     }
   }
@@ -175,9 +205,11 @@ Result<IndexView> ParseIndex(std::span<const std::byte> bytes, const std::string
     if (read(ptr_buf, docs, hi - lo + 1)) {
       GRIDFEED_RETURN_IF_ERROR(
           check_documents(lo, hi, [&](uint64_t i) { return ptr_buf[i - (lo - 1)]; }));
+      feed_part(file_offset(docs), std::as_bytes(std::span(ptr_buf).first(hi - lo + 1)));
     } else {
       GRIDFEED_RETURN_IF_ERROR(
           check_documents(lo, hi, [&](uint64_t i) { return view.document_indices[i]; }));
+      feed_part(file_offset(docs), std::span(docs, (hi - lo + 1) * 8));
       done(docs, (hi - lo) * 8);
     }
   }
@@ -186,6 +218,7 @@ Result<IndexView> ParseIndex(std::span<const std::byte> bytes, const std::string
                    std::to_string(s) + " (the sequence count)",
                    std::to_string(view.document_indices[d - 1]));
   }
+  feed_to(n);  // the modes, or a plain reading's trailing mode bytes
   return view;
 }
 

@@ -53,9 +53,15 @@ using CheckedFn = std::function<void(std::span<const std::byte>)>;
 // `reader`, if usable: a descriptor onto the file `bytes` maps (MappedFileReader), through which
 // the full check reads its parts (the mapping's pages are then not touched; on a read error a
 // part is read from `bytes`). Same verdicts either way.
+// `in_order`, if set, is fed every byte of the file exactly once, in file order, during the
+// full check (the pointers and document indices as the check reads them; the header and
+// lengths in a pass of their own before, the rest after), so a caller can digest the file
+// without a second pass over it. Complete only when the full check returns a view.
+using InOrderFn = std::function<void(std::span<const std::byte>)>;
 Result<IndexView> ParseIndex(std::span<const std::byte> bytes, const std::string& path,
                              bool multimodal, IndexCheck check = IndexCheck::kFull,
                              const CheckedFn& checked = {},
-                             const MappedFileReader* reader = nullptr);
+                             const MappedFileReader* reader = nullptr,
+                             const InOrderFn& in_order = {});
 
 }  // namespace gridfeed::io

@@ -50,7 +50,7 @@ void TokenSpan::CopyTo(int64_t* out) const {
 }
 
 Result<IndexedDataset> IndexedDataset::Open(const std::string& prefix, bool multimodal,
-                                            IndexCheck check) {
+                                            IndexCheck check, bool digest) {
   IndexedDataset ds;
   ds.prefix_ = prefix;
   const std::string idx_path = prefix + ".idx";
@@ -62,11 +62,24 @@ Result<IndexedDataset> IndexedDataset::Open(const std::string& prefix, bool mult
   const MMapFile& idx = ds.idx_;
   std::optional<MappedFileReader> reader;  // the structure check reads a few bytes only
   if (check == IndexCheck::kFull) reader.emplace(idx);
+  // The digest from the check's own reads (XXH3_64bits over the whole file, streamed).
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(
+      digest && check == IndexCheck::kFull ? XXH3_createState() : nullptr, &XXH3_freeState);
+  InOrderFn in_order;
+  if (state) {
+    XXH3_64bits_reset(state.get());
+    in_order = [s = state.get()](std::span<const std::byte> part) {
+      XXH3_64bits_update(s, part.data(), part.size());
+    };
+  }
   GRIDFEED_ASSIGN_OR_RETURN(ds.view_,
                             ParseIndex(
                                 idx.bytes(), idx_path, multimodal, check,
                                 [&idx](std::span<const std::byte> part) { idx.DropPages(part); },
-                                reader ? &*reader : nullptr));
+                                reader ? &*reader : nullptr, in_order));
+  if (state) {
+    std::call_once(ds.digest_->once, [&] { ds.digest_->value = XXH3_64bits_digest(state.get()); });
+  }
   GRIDFEED_ASSIGN_OR_RETURN(ds.bin_, MMapFile::Open(bin_path));
   if (ds.bin_.size() < ds.view_.bin_bytes_needed) {
     return DataLoss("corrupt token file '" + bin_path + "': field size: expected at least " +

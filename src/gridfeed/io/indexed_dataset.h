@@ -35,8 +35,11 @@ struct TokenSpan {
 
 class IndexedDataset {
  public:
+  // `digest` (with the full check): also computes index_xxh3() (remembered) from the bytes
+  // the check reads, for a caller that will name the data by it: one pass over the index
+  // rather than two (146.5M documents: a 2.9 GB index).
   static Result<IndexedDataset> Open(const std::string& prefix, bool multimodal = false,
-                                     IndexCheck check = IndexCheck::kFull);
+                                     IndexCheck check = IndexCheck::kFull, bool digest = false);
 
   IndexedDataset(IndexedDataset&&) noexcept = default;
   IndexedDataset& operator=(IndexedDataset&&) noexcept = default;

@@ -121,7 +121,8 @@ Status OpenStores(const std::vector<std::string>& prefixes, const DatasetConfig&
   auto worker = [&] {
     for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
       try {
-        opened[i].emplace(io::IndexedDataset::Open(todo[i]));
+        opened[i].emplace(
+            io::IndexedDataset::Open(todo[i], false, io::IndexCheck::kFull, c.digest_indexes));
       } catch (const std::exception& e) {  // e.g. bad_alloc: an error, not std::terminate
         opened[i].emplace(Internal("opening '" + todo[i] + "': " + e.what()));
       }
@@ -239,18 +240,6 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
     }
   }
   out.seconds_open = t0.Seconds();
-  std::jthread digests;  // joined on every return below
-  if (c.digest_indexes) {
-    std::vector<std::shared_ptr<const io::IndexedDataset>> stores;
-    for (const auto& [prefix, ds] : open) stores.push_back(ds);
-    digests = std::jthread([stores = std::move(stores)] {
-      try {
-        for (const auto& ds : stores) ds->index_xxh3();
-      } catch (...) {
-        // Not remembered: the caller's own index_xxh3() computes it again and sees the error.
-      }
-    });
-  }
 
   // Lay out the datasets of each split (tables are built afterwards, in parallel).
   for (int i = 0; i < 3; ++i) {

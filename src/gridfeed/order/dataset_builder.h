@@ -44,7 +44,7 @@ struct DatasetConfig {
   std::shared_ptr<const config::SequencesPerDataset> sequences_per_dataset;
   std::string sequences_path;  // the file, for messages
   // Also computes each opened store's index XXH3 (io::IndexedDataset::index_xxh3, remembered)
-  // on a thread of its own while the tables build: for a caller that names the data by them.
+  // from the bytes its index check reads: for a caller that names the data by them.
   bool digest_indexes = false;
 };
 
