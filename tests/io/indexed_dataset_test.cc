@@ -152,7 +152,18 @@ TEST(IndexedDataset, IndexDigestFromTheCheckIsTheWholeFiles) {
   const uint64_t want = XXH3_64bits(idx->data(), idx->size());
   auto ds = IndexedDataset::Open(prefix, false, IndexCheck::kFull, /*digest=*/true);
   ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  auto lazy = IndexedDataset::Open(prefix, false, IndexCheck::kFull, /*digest=*/false);
+  ASSERT_TRUE(lazy.ok()) << lazy.status().ToString();
+  // The last byte changed in place (same inode): a digest computed now would differ, so the
+  // one Open remembered must be the check's.
+  {
+    std::fstream f(prefix + ".idx", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(idx->size() - 1));
+    f.put(static_cast<char>((*idx)[idx->size() - 1] ^ 1));
+    ASSERT_TRUE(f.good());
+  }
   EXPECT_EQ(ds->index_xxh3(), want);
+  EXPECT_NE(lazy->index_xxh3(), want);  // computed after the change: the test can tell
 }
 
 TEST(IndexedDataset, UnchangedUntilAFileIsReplacedOrTouched) {

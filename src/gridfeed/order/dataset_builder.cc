@@ -105,6 +105,11 @@ MidDataset MakeMid(const std::string& prefix, Split split, std::pair<double, dou
   return m;
 }
 
+// Where the digests asked for are computed: on a core of their own beside the tables where one
+// is free (the build keeps two busy), else from the index checks' own reads (one pass over
+// each index instead of two; on two cores a thread beside the tables slowed them as much).
+bool DigestsInChecks(const DatasetConfig& c) { return c.digest_indexes && UsableCpus() <= 2; }
+
 // Opens every prefix of `prefixes` once (in order, duplicates skipped) on up to `threads`
 // threads into `open`; the first failure in prefix order is the error (the same one a serial
 // open reports).
@@ -122,7 +127,7 @@ Status OpenStores(const std::vector<std::string>& prefixes, const DatasetConfig&
     for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
       try {
         opened[i].emplace(
-            io::IndexedDataset::Open(todo[i], false, io::IndexCheck::kFull, c.digest_indexes));
+            io::IndexedDataset::Open(todo[i], false, io::IndexCheck::kFull, DigestsInChecks(c)));
       } catch (const std::exception& e) {  // e.g. bad_alloc: an error, not std::terminate
         opened[i].emplace(Internal("opening '" + todo[i] + "': " + e.what()));
       }
@@ -240,6 +245,18 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
     }
   }
   out.seconds_open = t0.Seconds();
+  std::jthread digests;  // joined on every return below
+  if (c.digest_indexes && !DigestsInChecks(c)) {
+    std::vector<std::shared_ptr<const io::IndexedDataset>> stores;
+    for (const auto& [prefix, ds] : open) stores.push_back(ds);
+    digests = std::jthread([stores = std::move(stores)] {
+      try {
+        for (const auto& ds : stores) ds->index_xxh3();
+      } catch (...) {
+        // Not remembered: the caller's own index_xxh3() computes it again and sees the error.
+      }
+    });
+  }
 
   // Lay out the datasets of each split (tables are built afterwards, in parallel).
   for (int i = 0; i < 3; ++i) {

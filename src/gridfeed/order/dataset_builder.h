@@ -43,8 +43,9 @@ struct DatasetConfig {
   // a prefix without an entry or with other counts is an error naming the file.
   std::shared_ptr<const config::SequencesPerDataset> sequences_per_dataset;
   std::string sequences_path;  // the file, for messages
-  // Also computes each opened store's index XXH3 (io::IndexedDataset::index_xxh3, remembered)
-  // from the bytes its index check reads: for a caller that names the data by them.
+  // Also computes each opened store's index XXH3 (io::IndexedDataset::index_xxh3, remembered):
+  // for a caller that names the data by them. On a thread beside the tables where a core is
+  // free, else from the bytes each index check reads.
   bool digest_indexes = false;
 };
 

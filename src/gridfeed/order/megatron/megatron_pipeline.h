@@ -31,7 +31,7 @@ Result<std::unique_ptr<OrderView>> ViewMegatronImage(std::span<const std::byte> 
 SampleRecord MegatronWindow(const OrderView& view, Split split, int64_t position,
                             std::vector<int64_t>* window);
 // Builds every table (logs warnings and phase times): what `gridfeed tables` writes out.
-// `digest_indexes`: the stores' index digests are computed by their checks (DatasetConfig),
+// `digest_indexes`: the stores' index digests are computed during the build (DatasetConfig),
 // for a build whose DataFacts() will be asked for.
 Result<BuiltDatasets> BuildMegatronDatasets(const config::DataOptions& o,
                                             bool digest_indexes = false);
