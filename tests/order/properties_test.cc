@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <span>
@@ -151,9 +152,9 @@ INSTANTIATE_TEST_SUITE_P(Order, TablesProperty,
 
 // Builds whose stream to the applier fills (small chunks; and the default, where 600K draws
 // may or may not fill it), so the drawing thread skips a second generator and shuffles the
-// shuffle index between its pushes: the tables must equal one RandomState drawing the
-// document index's segments and then the shuffle index's two parts in order, with one epoch
-// and with several (a separate final epoch or not).
+// shuffle index between its pushes; and builds with no drawing thread: the tables must equal
+// one RandomState drawing the document index's segments and then the shuffle index's two
+// parts in order, with one epoch and with several (a separate final epoch or not).
 TEST(Properties, BuildsWithAFullStreamDrawAsOneRandomState) {
   std::mt19937 g(3);
   const int docs = 600000;
@@ -164,10 +165,12 @@ TEST(Properties, BuildsWithAFullStreamDrawAsOneRandomState) {
   io::LeSpan<int32_t> len(reinterpret_cast<const std::byte*>(lengths.data()), lengths.size());
   int separate = 0;
   // One epoch; 2.3 epochs (the last apart, under 80 % of an epoch); 2.95 epochs (all at once).
-  for (size_t chunk : {size_t{16}, size_t{256}, size_t{0}})
+  // Chunk 1: no drawing thread at all (the calling thread draws and applies).
+  for (size_t chunk : {size_t{16}, size_t{256}, size_t{0}, size_t{1}})
     for (double epochs : {0.0, 2.3, 2.95}) {
       GptTablesConfig c;
-      c.testing_draw_chunk = chunk;
+      c.two_threads_from = chunk == 1 ? std::numeric_limits<int64_t>::max() : 0;
+      c.testing_draw_chunk = chunk == 1 ? 0 : chunk;
       c.testing_pass_every = chunk == 16 ? 64 : 0;  // give the pairs back every 64 positions
       c.seed = 77;
       c.seq_length = 64;
@@ -195,7 +198,7 @@ TEST(Properties, BuildsWithAFullStreamDrawAsOneRandomState) {
           << "shuffle index, " << E << " epochs";
       separate += t->separate_final_epoch ? 1 : 0;
     }
-  EXPECT_EQ(separate, 3);
+  EXPECT_EQ(separate, 4);
 }
 
 // Megatron's build_sample_idx as its loop reads (sample by sample, taking documents until
@@ -259,6 +262,8 @@ TEST(Properties, SampleIndexMatchesTheWalkThroughTheDocumentIndex) {
         c.add_extra_token = extra;
         c.drop_last = drop_last;
         c.testing_pass_every = int64_t{1} << (seed % 8);  // ids out, pairs back: every 1-128
+        // A drawing thread or none.
+        c.two_threads_from = seed % 3 == 1 ? std::numeric_limits<int64_t>::max() : 0;
         // No sample count (one epoch), or one that takes several epochs.
         if (seed % 5 != 0)
           c.num_samples = 1 + static_cast<int64_t>(g() % (3 * tokens / c.seq_length + 1));

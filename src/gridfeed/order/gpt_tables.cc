@@ -61,23 +61,31 @@ void ApplyShuffleWith(size_t n, DrawStream& draws, Swap swap, Prefetch prefetch)
   }
 }
 
-template <typename T>
-void ApplyShuffle(std::span<T> x, DrawStream& draws) {
-  ApplyShuffleWith(
-      x.size(), draws, [x](size_t a, size_t b) { std::swap(x[a], x[b]); },
-      [x](size_t t) { __builtin_prefetch(&x[t], 1); });
-}
-
-// ApplyShuffle over (id, length) pairs, x[2 i] and x[2 i + 1], moved as one 8-byte unit.
-void ApplyPairShuffle(int32_t* x, size_t n, DrawStream& draws) {
-  auto swap = [x](size_t a, size_t b) {
+// A swap of (id, length) pairs, x[2 i] and x[2 i + 1], moved as one 8-byte unit.
+struct PairSwap {
+  int32_t* x;
+  void operator()(size_t a, size_t b) const {
     uint64_t u, v;
     std::memcpy(&u, x + 2 * a, 8);
     std::memcpy(&v, x + 2 * b, 8);
     std::memcpy(x + 2 * a, &v, 8);
     std::memcpy(x + 2 * b, &u, 8);
-  };
-  ApplyShuffleWith(n, draws, swap, [x](size_t t) { __builtin_prefetch(x + 2 * t, 1); });
+  }
+};
+
+// numpy's shuffle of n elements with `rng` on the calling thread: the same targets as a
+// SegmentDraws hands to ApplyShuffleWith (a block of draws at a time), applied as drawn.
+template <typename Swap>
+void ShuffleInline(size_t n, NumpyRandomState& rng, Swap swap) {
+  constexpr size_t kBlock = 256;
+  uint32_t block[kBlock];
+  size_t i = n;
+  while (i > 1) {
+    const size_t m = std::min(kBlock, i - 1);
+    rng.FillIntervals32(static_cast<uint32_t>(i - 1), block, m);
+    for (size_t k = 0; k < m; ++k) swap(i - 1 - k, block[k]);
+    i -= m;
+  }
 }
 
 // Producer side: the targets numpy's shuffles of the document index's segments (each of
@@ -341,14 +349,21 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   // index. The shuffle index's draws follow them in Megatron's one RandomState, but its length
   // follows from the tokens alone: a second generator skips past the document index's draws
   // and shuffles it whenever the stream is full, so this thread's spare time goes to it
-  // rather than to waiting for the applier.
-  DrawStream draws(c.testing_draw_chunk > 0 ? c.testing_draw_chunk : DrawStream::kDefaultChunk);
+  // rather than to waiting for the applier. Below two_threads_from entries the calling thread
+  // draws and applies alone, then shuffles the shuffle index (one RandomState).
+  const bool two_threads = n_seq * E >= c.two_threads_from;
+  std::optional<DrawStream> draws;
+  if (two_threads) {
+    draws.emplace(c.testing_draw_chunk > 0 ? c.testing_draw_chunk : DrawStream::kDefaultChunk);
+  }
+  std::optional<NumpyRandomState> rng;
+  if (!two_threads) rng.emplace(c.seed);
   std::latch pages_ready(1);
   double shuffle_seconds = 0;
-  std::thread drawer([&] {
-    // First the sample and shuffle indexes' pages, while the other thread fills. With one
-    // epoch the sample index is faulted in as the walk gives back the (id, length) pairs'
-    // pages instead, so that the pairs and the tables are not all held at once.
+  // The sample and shuffle indexes' pages, on the drawing thread while the other one fills.
+  // With one epoch the sample index is faulted in as the walk gives back the (id, length)
+  // pairs' pages instead, so that the pairs and the tables are not all held at once.
+  auto prepare_pages = [&] {
     if (E != 1 && t.sample_index_is_int64) {
       t.sample_index64.Populate();
     } else if (E != 1) {
@@ -360,6 +375,8 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
       Iota(t.shuffle_index32, 0, n);
     }
     pages_ready.count_down();
+  };
+  auto draw = [&] {
     SegmentDraws doc(segments, c.seed), ahead(segments, c.seed);
     // The shuffle index's two parts (Megatron's [0, first) and [first, n)), at position `at`.
     size_t part = 0, at = static_cast<size_t>(first);
@@ -390,16 +407,33 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
     auto side_done = [&] { return ahead.done() && part >= 2; };
     constexpr size_t kSlice = 4096;  // about 50 us of swaps: the stream holds ms of draws
     while (!doc.done()) {
-      if (draws.CanPushChunk() || side_done()) {
-        doc.Push(draws, draws.chunk());  // waits while the stream is full
+      if (draws->CanPushChunk() || side_done()) {
+        doc.Push(*draws, draws->chunk());  // waits while the stream is full
       } else {
         side(kSlice);
       }
     }
-    draws.Finish();
+    draws->Finish();
     if (!ahead.done()) ahead = doc;  // still skipping: `doc` is where the skip would end
     while (!side_done()) side(size_t{1} << 20);
-  });
+  };
+  std::thread drawer;
+  if (two_threads) {
+    drawer = std::thread([&] {
+      prepare_pages();
+      draw();
+    });
+  } else {
+    prepare_pages();
+  }
+  // The document index's swaps of `count` elements: from the stream, or drawn here.
+  auto shuffle_doc = [&](size_t count, auto swap, auto prefetch) {
+    if (two_threads) {
+      ApplyShuffleWith(count, *draws, swap, prefetch);
+    } else {
+      ShuffleInline(count, *rng, swap);
+    }
+  };
 
   double doc_seconds = 0;
   if (E == 1) {
@@ -415,7 +449,8 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
       pairs[2 * i] = static_cast<int32_t>(begin + i);
       pairs[2 * i + 1] = len;
     }
-    ApplyPairShuffle(pairs, static_cast<size_t>(n_seq), draws);
+    shuffle_doc(static_cast<size_t>(n_seq), PairSwap{pairs},
+                [pairs](size_t t) { __builtin_prefetch(pairs + 2 * t, 1); });
     doc_seconds = t0.Seconds();
     t0 = Stopwatch();
     pages_ready.wait();
@@ -444,7 +479,10 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
     FillEpochs(begin, end, E, t.document_index);
     size_t at = 0;
     for (const size_t len : segments) {
-      ApplyShuffle(std::span<int32_t>(t.document_index.data() + at, len), draws);
+      int32_t* const x = t.document_index.data() + at;
+      shuffle_doc(
+          len, [x](size_t a, size_t b) { std::swap(x[a], x[b]); },
+          [x](size_t t) { __builtin_prefetch(x + t, 1); });
       at += len;
     }
     doc_seconds = t0.Seconds();
@@ -460,7 +498,22 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
     buffer = PageArray<int32_t>();
   }
   const double sample_seconds = t0.Seconds();
-  drawer.join();
+  if (two_threads) {
+    drawer.join();
+  } else {
+    Stopwatch watch;  // the shuffle index's two parts, after the document index's draws
+    auto shuffle_parts = [&](auto& x) {
+      using T = std::remove_cvref_t<decltype(x[0])>;
+      rng->Shuffle(std::span<T>(x.data(), static_cast<size_t>(first)));
+      rng->Shuffle(std::span<T>(x.data() + first, static_cast<size_t>(n - first)));
+    };
+    if (t.shuffle_index_is_int64) {
+      shuffle_parts(t.shuffle_index64);
+    } else {
+      shuffle_parts(t.shuffle_index32);
+    }
+    shuffle_seconds = watch.Seconds();
+  }
   if (times) {
     times->document_index = doc_seconds;
     times->sample_index = sample_seconds;

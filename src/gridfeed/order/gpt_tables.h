@@ -28,6 +28,10 @@ struct GptTablesConfig {
   // span (io::IndexedDataset::CopySequenceLengths); false: not done, the span is read.
   using CopyLengths = std::function<bool(int64_t begin, int64_t end, int32_t* out)>;
   CopyLengths copy_lengths;
+  // Document-index entries (all epochs) from which the draws get a thread of their own (below:
+  // the calling thread draws, applies and shuffles alone, with no stream: a blend of many small
+  // datasets builds several at once, one per thread of its pool). Tests set 0 or a maximum.
+  int64_t two_threads_from = int64_t{1} << 20;
   // Tests: targets per chunk of the stream to the applier (a power of two; 0: 16,384), small
   // so that the stream fills and the drawing thread's side work runs on small inputs.
   size_t testing_draw_chunk = 0;
@@ -117,11 +121,12 @@ struct GptTablesTimes {
 // sequence ids [begin, end). InvalidArgument when the split has no tokens but samples are
 // asked for (Megatron would loop forever).
 //
-// Uses two threads: one draws the document-index swap targets in Megatron's order and hands
-// them to the other, which applies them and builds the sample index; whenever the hand-over
-// is full, the first also skips a second generator past those draws and shuffles the shuffle
-// index with it (its length follows from the token count alone). The tables live in PageArrays
-// (uninitialised, huge pages); beside them the build holds one dense copy of the split's
+// From config.two_threads_from document-index entries (below: the calling thread alone, in the
+// same order) it uses two threads: one draws the document-index swap targets in Megatron's order
+// and hands them to the other, which applies them and builds the sample index; whenever the
+// hand-over is full, the first also skips a second generator past those draws and shuffles the
+// shuffle index with it (its length follows from the token count alone). The tables live in
+// PageArrays (uninitialised, huge pages); beside them the build holds one dense copy of the split's
 // lengths (4 bytes per sequence). With one epoch they travel with the document ids through
 // the shuffle as (id, length) pairs, which the sample-index walk gives back as it copies the
 // ids out: never all the pairs beside all the tables.
