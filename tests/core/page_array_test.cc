@@ -41,24 +41,6 @@ TEST(PageArray, MovesAndEmpty) {
   none.Populate();  // no mapping: nothing to do
 }
 
-TEST(PageArray, TruncateKeepsTheFrontAndGivesBackTheRest) {
-  const size_t n = (size_t{8} << 20) / sizeof(int32_t);  // 8 MiB
-  PageArray<int32_t> a(n);
-  std::iota(a.begin(), a.end(), 0);
-  const int64_t before = ResidentBytes();
-  a.Truncate(1000);
-  EXPECT_EQ(a.size(), 1000u);
-  EXPECT_EQ(a[999], 999);
-  EXPECT_LT(ResidentBytes(), before - (int64_t{6} << 20));  // the tail's pages are gone
-  PageArray<int32_t> copy = a;                              // copies what is kept
-  EXPECT_TRUE(copy == a);
-  a.Truncate(2000);  // no growth
-  EXPECT_EQ(a.size(), 1000u);
-  a.Truncate(0);
-  EXPECT_TRUE(a.empty());
-  EXPECT_EQ(a.data(), nullptr);
-}
-
 TEST(PageArray, LargeArraysStartOnHugePageBoundaries) {
   PageArray<uint32_t> a((size_t{6} << 20) + 5);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(a.data()) % (size_t{2} << 20), 0u);

@@ -133,10 +133,7 @@ class PageArray {
   // Faults every page in now (the kernel zeroes them), so that cost falls on the calling
   // thread rather than on the first writer. Contents stay indeterminate.
   void Populate() {
-    if (mapped_ == 0) return;
-#ifdef MADV_POPULATE_WRITE
-    if (::madvise(base_, mapped_, MADV_POPULATE_WRITE) == 0) return;
-#endif
+    if (mapped_ == 0 || PopulateForWrite(base_, mapped_)) return;
     for (size_t at = 0; at < mapped_; at += page_array_internal::kPage) {
       *reinterpret_cast<volatile std::byte*>(base_ + at) = std::byte{0};
     }
@@ -148,20 +145,6 @@ class PageArray {
     const size_t bytes =
         std::min(n, size_) * sizeof(T) / page_array_internal::kPage * page_array_internal::kPage;
     if (bytes) ::madvise(base_, bytes, MADV_DONTNEED);
-  }
-
-  // Keeps the first `n` entries (no more than size()) and gives back the whole pages after
-  // them: for a buffer whose tail was scratch space.
-  void Truncate(size_t n) {
-    if (n >= size_) return;
-    const size_t keep = (n * sizeof(T) + page_array_internal::kPage - 1) /
-                        page_array_internal::kPage * page_array_internal::kPage;
-    if (keep < mapped_) {
-      ::munmap(base_ + keep, mapped_ - keep);
-      mapped_ = keep;
-    }
-    if (mapped_ == 0) base_ = nullptr;
-    size_ = n;
   }
 
   size_t size() const { return size_; }
