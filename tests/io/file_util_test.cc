@@ -1,13 +1,17 @@
 #include "gridfeed/io/file_util.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/fs.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -42,6 +46,46 @@ struct Victim {
 // Plants "<target>.tmp.<pid>" (the old predictable temporary name) as a symlink to `victim`.
 void Plant(const std::string& target, const Victim& victim) {
   fs::create_symlink(victim.path, target + ".tmp." + std::to_string(::getpid()));
+}
+
+// The folder's FS_IOC_GETFLAGS flags; nullopt where the filesystem has none.
+std::optional<int> InodeFlags(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  int flags = 0;
+  const bool ok = ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+  ::close(fd);
+  return ok ? std::optional<int>(flags) : std::nullopt;
+}
+
+TEST(MakeDirsSpread, MarksTheFoldersItCreatesAndNoOther) {
+  const std::string base = ScratchDir("make_dirs_spread");
+  // Whether this filesystem keeps the flag at all, probed on a folder of the test's own.
+  const std::string probe = base + "/probe";
+  fs::create_directory(probe);
+  const int fd = ::open(probe.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  int set = FS_TOPDIR_FL;
+  const bool keeps =
+      ::ioctl(fd, FS_IOC_SETFLAGS, &set) == 0 && InodeFlags(probe).value_or(0) & FS_TOPDIR_FL;
+  ::close(fd);
+  if (!keeps) GTEST_SKIP() << "the filesystem of " << base << " does not keep FS_TOPDIR_FL";
+  const auto before = InodeFlags(base);
+  ASSERT_TRUE(MakeDirsSpread(base + "/out/train/mid_0").ok());
+  ASSERT_TRUE(MakeDirsSpread(base + "/out/train/mid_1").ok());
+  EXPECT_EQ(InodeFlags(base), before);  // it existed: left as it was
+  for (const char* made : {"/out", "/out/train", "/out/train/mid_0", "/out/train/mid_1"}) {
+    EXPECT_TRUE(InodeFlags(base + made).value_or(0) & FS_TOPDIR_FL) << made;
+  }
+}
+
+TEST(MakeDirsSpread, ErrorsAsMkdirP) {
+  const std::string base = ScratchDir("make_dirs_spread_errors");
+  ASSERT_TRUE(WriteStringToFile(base + "/file", "x").ok());
+  const Status st = MakeDirsSpread(base + "/file/sub");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find(base + "/file"), std::string::npos) << st.message();
+  EXPECT_TRUE(MakeDirsSpread(base).ok());  // an existing folder is fine
 }
 
 TEST(AtomicPublish, PlantedSymlinkIsNotFollowedByWriteStringToFile) {

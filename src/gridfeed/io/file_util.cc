@@ -1,7 +1,9 @@
 #include "gridfeed/io/file_util.h"
 
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -388,6 +390,32 @@ Status MakeDirs(const std::string& path) {
   std::filesystem::create_directories(path, ec);
   if (ec) return IoError("cannot create directory '" + path + "': " + ec.message());
   return Status::Ok();
+}
+
+Status MakeDirsSpread(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> missing;  // deepest first
+  std::error_code ec;
+  for (fs::path p = fs::path(path).lexically_normal(); !p.empty() && !fs::exists(p, ec);
+       p = p.parent_path()) {
+    missing.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0777) != 0) {
+      if (errno == EEXIST) continue;  // made by someone else meanwhile: not ours to mark
+      return IoError("cannot create directory '" + it->string() + "': " + Errno(errno));
+    }
+    const int fd = ::open(it->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) continue;  // the check below names a folder that is not one
+    int flags = 0;
+    if (::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && !(flags & FS_TOPDIR_FL)) {
+      flags |= FS_TOPDIR_FL;
+      (void)::ioctl(fd, FS_IOC_SETFLAGS, &flags);  // advice only
+    }
+    ::close(fd);
+  }
+  return MakeDirs(path);  // the same errors as mkdir -p for what is not a folder
 }
 
 }  // namespace gridfeed::io
