@@ -1,91 +1,149 @@
 #include "offline_writer.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
-#include <set>
 #include <thread>
-#include <vector>
+#include <utility>
 
 #include "gridfeed/core/log.h"
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/npy.h"
-#include "gridfeed/io/publish_all.h"
 
 namespace gridfeed::app {
 
-Status WriteOfflineOutput(const order::OfflineOutput& output, const std::string& dir) {
-  for (const auto& w : output.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-  std::set<std::string> folders = {dir};
-  for (const auto& a : output.arrays) {
-    folders.insert(std::filesystem::path(dir + "/" + a.path).parent_path().string());
+namespace {
+
+// More temporaries than this keep no descriptor: each is synced as soon as it is written
+// (slower, as safe). io::OpenFileRoom raises the soft limit towards it where it can.
+constexpr size_t kWantedOpenFiles = size_t{1} << 16;
+
+double SecondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+OfflineWriter::OfflineWriter(std::string dir)
+    : dir_(std::move(dir)), room_(io::OpenFileRoom(kWantedOpenFiles)) {}
+
+OfflineWriter::~OfflineWriter() {
+  if (finished_) return;
+  for (io::TempFile& f : files_) f.Discard();
+  // Only folders this writer made, deepest first, and only while empty (rmdir fails otherwise).
+  for (auto it = made_.rbegin(); it != made_.rend(); ++it) ::rmdir(it->c_str());
+}
+
+Status OfflineWriter::EnsureFolderOf(const std::string& relative) {
+  namespace fs = std::filesystem;
+  const std::string folder = fs::path(dir_ + "/" + relative).parent_path().string();
+  if (ensured_.count(folder) != 0) return Status::Ok();
+  std::vector<std::string> missing;  // deepest first
+  std::error_code ec;
+  for (fs::path p = folder; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    missing.push_back(p.string());
+    if (p == p.parent_path()) break;
   }
-  // A folder per dataset: spread over the disk (see MakeDirsSpread).
-  for (const auto& f : folders) GRIDFEED_RETURN_IF_ERROR(io::MakeDirsSpread(f));
+  // A folder per dataset: spread over the disk (io::MakeDirsSpread).
+  GRIDFEED_RETURN_IF_ERROR(io::MakeDirsSpread(folder));
+  made_.insert(made_.end(), missing.rbegin(), missing.rend());
+  ensured_.insert(folder);
+  return Status::Ok();
+}
+
+Result<io::TempFile> OfflineWriter::WriteArray(const order::OutputArray& a, bool sync_now) {
+  const auto start = std::chrono::steady_clock::now();
+  GRIDFEED_ASSIGN_OR_RETURN(io::TempFile f, io::WriteNpyTemp(dir_ + "/" + a.path, a.descr, a.shape,
+                                                             a.data, a.size_bytes));
+  if (sync_now) GRIDFEED_RETURN_IF_ERROR(f.Close());
+  if (log::Enabled(log::Level::kDebug)) {
+    char line[96];
+    std::snprintf(line, sizeof(line), ": %.1f MB in %.3f s",
+                  static_cast<double>(a.size_bytes) / 1e6, SecondsSince(start));
+    log::Debug("wrote " + a.path + line);
+  }
+  return f;
+}
+
+Status OfflineWriter::Put(const order::OutputArray& array) {
+  bool sync_now;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    GRIDFEED_RETURN_IF_ERROR(EnsureFolderOf(array.path));
+    // Counted before the write so that concurrent Puts never hold more than room_ open.
+    sync_now = files_.size() + early_files_ >= room_;
+    ++early_files_;
+  }
+  Result<io::TempFile> f = WriteArray(array, sync_now);
+  std::lock_guard<std::mutex> lock(mu_);
+  --early_files_;
+  GRIDFEED_RETURN_IF_ERROR(f.status());
+  files_.push_back(std::move(*f));
+  early_bytes_ += array.size_bytes;
+  return Status::Ok();
+}
+
+Status OfflineWriter::Finish(const order::OfflineOutput& output) {
+  for (const auto& w : output.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  const size_t early = files_.size();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    GRIDFEED_RETURN_IF_ERROR(EnsureFolderOf("summary"));  // the folder itself, even if empty
+    for (const auto& a : output.arrays) GRIDFEED_RETURN_IF_ERROR(EnsureFolderOf(a.path));
+    for (const auto& t : output.texts) GRIDFEED_RETURN_IF_ERROR(EnsureFolderOf(t.path));
+  }
   const auto t0 = std::chrono::steady_clock::now();
   // Two threads copy the arrays into the page cache as unsynced temporaries; PublishAll then
   // syncs them together and renames them (one fsync per file costs a journal commit each).
   const auto& arrays = output.arrays;
-  // Each temporary keeps its descriptor until its fsync; where the limit on open files does not
-  // allow that many, each file is synced as soon as it is written (slower, as safe).
-  const size_t count = arrays.size() + output.texts.size();
-  const bool sync_each = io::OpenFileRoom(count) < count;
+  const size_t open_room = room_ > files_.size() ? room_ - files_.size() : 0;
+  const bool sync_each = open_room < arrays.size() + output.texts.size();
   std::vector<std::optional<Result<io::TempFile>>> written(arrays.size());
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t i; (i = next.fetch_add(1)) < arrays.size();) {
-      const auto& a = arrays[i];
-      const auto start = std::chrono::steady_clock::now();
-      Result<io::TempFile> r =
-          io::WriteNpyTemp(dir + "/" + a.path, a.descr, a.shape, a.data, a.size_bytes);
-      if (r.ok() && log::Enabled(log::Level::kDebug)) {
-        char line[96];
-        std::snprintf(
-            line, sizeof(line), ": %.1f MB in %.3f s", static_cast<double>(a.size_bytes) / 1e6,
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-        log::Debug("wrote " + a.path + line);
-      }
-      if (sync_each && r.ok()) {
-        if (Status st = r->Close(); !st.ok()) {
-          written[i].emplace(st);
-          continue;
-        }
-      }
-      written[i].emplace(std::move(r));
+      written[i].emplace(WriteArray(arrays[i], sync_each));
     }
   };
   {
     std::jthread other(worker);
     worker();
   }
-  std::vector<io::TempFile> files;
-  files.reserve(arrays.size() + output.texts.size());
   for (auto& w : written) {
     GRIDFEED_RETURN_IF_ERROR(w->status());
-    files.push_back(std::move(**w));
+    files_.push_back(std::move(**w));
   }
   for (const auto& t : output.texts) {
     const std::span<const std::byte> parts[] = {std::as_bytes(std::span(t.json))};
-    GRIDFEED_ASSIGN_OR_RETURN(io::TempFile f, io::WriteTemp(dir + "/" + t.path, parts));
-    files.push_back(std::move(f));
+    GRIDFEED_ASSIGN_OR_RETURN(io::TempFile f, io::WriteTemp(dir_ + "/" + t.path, parts));
+    files_.push_back(std::move(f));
   }
+  const double write_s = SecondsSince(t0);
   const auto t1 = std::chrono::steady_clock::now();
-  GRIDFEED_RETURN_IF_ERROR(io::PublishAll(files));
-  const auto t2 = std::chrono::steady_clock::now();
-  size_t bytes = 0;
+  GRIDFEED_RETURN_IF_ERROR(io::PublishAll(files_));
+  finished_ = true;
+  size_t bytes = early_bytes_;
   for (const auto& a : arrays) bytes += a.size_bytes;
-  char timing[160];
+  char timing[200];
   std::snprintf(timing, sizeof(timing),
-                "wrote %zu files, %.1f MB: write %.3f s, sync and publish %.3f s", files.size(),
-                static_cast<double>(bytes) / 1e6, std::chrono::duration<double>(t1 - t0).count(),
-                std::chrono::duration<double>(t2 - t1).count());
+                "wrote %zu files (%zu during the build), %.1f MB: write after the build %.3f s, "
+                "sync and publish %.3f s",
+                files_.size(), early, static_cast<double>(bytes) / 1e6, write_s, SecondsSince(t1));
   log::Info(timing);
   std::string line = output.summary;
-  if (const size_t at = line.find("{out}"); at != std::string::npos) line.replace(at, 5, dir);
+  if (const size_t at = line.find("{out}"); at != std::string::npos) line.replace(at, 5, dir_);
   std::printf("%s\n", line.c_str());
   return Status::Ok();
+}
+
+Status WriteOfflineOutput(const order::OfflineOutput& output, const std::string& dir) {
+  OfflineWriter writer(dir);
+  return writer.Finish(output);
 }
 
 }  // namespace gridfeed::app

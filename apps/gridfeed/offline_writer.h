@@ -2,16 +2,52 @@
 // `gridfeed tables` and `gridfeed samples` for every pipeline.
 #pragma once
 
+#include <cstddef>
+#include <mutex>
 #include <string>
+#include <unordered_set>
+#include <vector>
 
 #include "gridfeed/core/status.h"
+#include "gridfeed/io/publish_all.h"
 #include "gridfeed/order/offline_output.h"
 
 namespace gridfeed::app {
 
-// Every array as .npy and every text under `dir` (folders made as needed; arrays written on
-// two threads, each file synced as io::WriteNpy does), warnings to stderr first, then the
-// output's summary line with {out} replaced by `dir`. The first error, naming the file.
+// The files of one output folder. Arrays handed to Put while the pipeline still builds are
+// written at once as unpublished temporaries (their writeback overlapping the build); Finish
+// writes the rest, then syncs every file and publishes them together. Until Finish succeeds
+// nothing is published: the destructor removes the temporaries and the folders it made that
+// are still empty. Put is thread safe; Finish is called once, after the last Put returned.
+class OfflineWriter final : public order::ArraySink {
+ public:
+  explicit OfflineWriter(std::string dir);
+  ~OfflineWriter() override;
+  OfflineWriter(const OfflineWriter&) = delete;
+  OfflineWriter& operator=(const OfflineWriter&) = delete;
+
+  Status Put(const order::OutputArray& array) override;
+
+  // Warnings to stderr first; every array of `output` as .npy and every text (arrays on two
+  // threads), then every file synced and published; then the output's summary line with
+  // {out} replaced by the folder. The first error, naming the file.
+  Status Finish(const order::OfflineOutput& output);
+
+ private:
+  Status EnsureFolderOf(const std::string& relative);  // REQUIRES: mu_ held
+  Result<io::TempFile> WriteArray(const order::OutputArray& a, bool sync_now);
+
+  const std::string dir_;
+  std::mutex mu_;
+  std::vector<io::TempFile> files_;          // written, not yet published
+  std::vector<std::string> made_;            // folders this writer created, in creation order
+  std::unordered_set<std::string> ensured_;  // folders known to exist
+  size_t room_ = 0;                          // temporaries that may keep their descriptor open
+  size_t early_files_ = 0, early_bytes_ = 0;
+  bool finished_ = false;
+};
+
+// OfflineWriter(dir).Finish(output).
 Status WriteOfflineOutput(const order::OfflineOutput& output, const std::string& dir);
 
 }  // namespace gridfeed::app

@@ -24,8 +24,10 @@ Runner RegisterTables(CLI::App& app) {
     GRIDFEED_ASSIGN_OR_RETURN(config::JobOptions o, flags->Resolve());
     const order::PipelineKind& kind = order::KindOf(o.data);
     if (!kind.tables) return InvalidArgument(kind.no_tables);
-    GRIDFEED_ASSIGN_OR_RETURN(order::OfflineOutput output, kind.tables(o));
-    return WriteOfflineOutput(output, *out);
+    // Tables done before the rest are written at once, beside the build.
+    OfflineWriter writer(*out);
+    GRIDFEED_ASSIGN_OR_RETURN(order::OfflineOutput output, kind.tables(o, &writer));
+    return writer.Finish(output);
   };
 }
 

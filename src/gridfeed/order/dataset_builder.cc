@@ -59,6 +59,12 @@ Status BuildMidTables(std::array<std::optional<SplitDataset>, 3>& splits, const 
         continue;
       }
       m.tables = std::move(t).value();
+      if (c.on_mid_built) {
+        if (Status st = c.on_mid_built(jobs[j].split, jobs[j].mid, m); !st.ok()) {
+          statuses[j] = st.WithContext("dataset '" + m.prefix + "' split " +
+                                       kSplitNames[static_cast<int>(m.split)]);
+        }
+      }
     }
   };
   const size_t n_threads = std::min<size_t>(jobs.size(), c.threads > 0 ? c.threads : UsableCpus());

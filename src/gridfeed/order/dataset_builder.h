@@ -10,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -24,6 +25,8 @@
 #include "gridfeed/order/split.h"
 
 namespace gridfeed::order {
+
+struct MidDataset;
 
 struct DatasetConfig {
   std::optional<std::vector<std::string>> data_path;  // --data-path tokens
@@ -47,6 +50,11 @@ struct DatasetConfig {
   // for a caller that names the data by them. On a thread beside the tables where a core is
   // free, else from the bytes each index check reads.
   bool digest_indexes = false;
+  // Called on the builder thread that built it as each mid-level dataset's tables are done
+  // (split, its place among the split's datasets), before BuildDatasets returns: for a writer
+  // that overlaps writing with the rest of the build. Called concurrently from several
+  // threads; an error it returns fails the build with the dataset named.
+  std::function<Status(int split, size_t k, const MidDataset& m)> on_mid_built;
 };
 
 struct MidDataset {

@@ -74,6 +74,16 @@ struct OfflineOutput {
   }
 };
 
+// Where a pipeline may hand arrays while it still builds (`gridfeed tables` writes each one at
+// once, overlapping the writes with the rest of the build). Put is called from any thread,
+// concurrently; the array's data need only live for the call. An array handed here is not in
+// the returned output's `arrays`. An error fails the build.
+class ArraySink {
+ public:
+  virtual ~ArraySink() = default;
+  virtual Status Put(const OutputArray& array) = 0;
+};
+
 // Which positions `samples` reads: the command's text ("0:64,100,4000", ranges exclusive) or
 // a list (Python). `who` begins every message ("--positions", "gridfeed.samples").
 struct PositionRequest {

@@ -32,9 +32,10 @@ struct PipelineKind {
   // Tokens per sample along the split (pipeline.h's SeqLengthsOf). Null: --seq-length
   // throughout.
   Result<SeqLengths> (*seq_lengths)(const config::JobOptions& options, Split split);
-  // The order's tables, as `gridfeed tables` writes them. Null: `no_tables` says why and what
-  // to use instead.
-  Result<OfflineOutput> (*tables)(const config::JobOptions& options);
+  // The order's tables, as `gridfeed tables` writes them. `early` (may be null): where arrays
+  // done before the rest may go at once (offline_output.h). Null: `no_tables` says why and
+  // what to use instead.
+  Result<OfflineOutput> (*tables)(const config::JobOptions& options, ArraySink* early);
   const char* no_tables;
   // Fields of the positions of the split named by options.feed.split_name, in the order given,
   // as `gridfeed samples` writes them. Positions are checked before anything is read.

@@ -83,7 +83,7 @@ py::dict Offline(const config::JobOptions& o, const order::PositionRequest* posi
   Result<order::OfflineOutput> r = Status();
   {
     py::gil_scoped_release release;
-    r = positions ? kind.samples(o, *positions) : kind.tables(o);
+    r = positions ? kind.samples(o, *positions) : kind.tables(o, nullptr);
   }
   ThrowIfError(r.status());
   return ToPython(std::move(r).value());

@@ -11,8 +11,46 @@
 
 namespace gridfeed::order {
 
-Result<OfflineOutput> MegatronTables(const config::JobOptions& o) {
-  GRIDFEED_ASSIGN_OR_RETURN(BuiltDatasets built, BuildMegatronDatasets(o.data));
+namespace {
+
+// A mid-level dataset's three tables as Megatron's builder caches them, under `dir`.
+std::vector<OutputArray> MidArrays(const std::string& dir, const GptTables& t,
+                                   const std::shared_ptr<const void>& owner) {
+  OfflineOutput out;
+  out.AddView(dir + "document_index.npy", t.document_index, {}, owner);
+  const int64_t rows = t.num_samples() + 1;
+  if (t.sample_index_is_int64) {
+    out.AddView(dir + "sample_index.npy", t.sample_index64, {rows, 2}, owner);
+  } else {
+    out.AddView(dir + "sample_index.npy", t.sample_index32, {rows, 2}, owner);
+  }
+  if (t.shuffle_index_is_int64) {
+    out.AddView(dir + "shuffle_index.npy", t.shuffle_index64, {}, owner);
+  } else {
+    out.AddView(dir + "shuffle_index.npy", t.shuffle_index32, {}, owner);
+  }
+  return std::move(out.arrays);
+}
+
+std::string MidDir(int split, size_t k) {
+  return std::string(kSplitNames[split]) + "/mid_" + std::to_string(k) + "/";
+}
+
+}  // namespace
+
+Result<OfflineOutput> MegatronTables(const config::JobOptions& o, ArraySink* early) {
+  // With a sink, each dataset's tables go to it as soon as they are built.
+  decltype(DatasetConfig::on_mid_built) on_mid_built;
+  if (early != nullptr) {
+    on_mid_built = [early](int split, size_t k, const MidDataset& m) -> Status {
+      for (const OutputArray& a : MidArrays(MidDir(split, k), m.tables, nullptr)) {
+        GRIDFEED_RETURN_IF_ERROR(early->Put(a));
+      }
+      return Status::Ok();
+    };
+  }
+  GRIDFEED_ASSIGN_OR_RETURN(BuiltDatasets built,
+                            BuildMegatronDatasets(o.data, false, std::move(on_mid_built)));
   const auto b = std::make_shared<const BuiltDatasets>(std::move(built));
   OfflineOutput out;
   nlohmann::json summary = nlohmann::json::object();
@@ -29,18 +67,8 @@ Result<OfflineOutput> MegatronTables(const config::JobOptions& o) {
     for (size_t k = 0; k < sd.mids.size(); ++k) {
       const auto& m = sd.mids[k];
       const auto& t = m.tables;
-      const std::string dir = name + "/mid_" + std::to_string(k) + "/";
-      out.AddView(dir + "document_index.npy", t.document_index, {}, b);
-      const int64_t rows = t.num_samples() + 1;
-      if (t.sample_index_is_int64) {
-        out.AddView(dir + "sample_index.npy", t.sample_index64, {rows, 2}, b);
-      } else {
-        out.AddView(dir + "sample_index.npy", t.sample_index32, {rows, 2}, b);
-      }
-      if (t.shuffle_index_is_int64) {
-        out.AddView(dir + "shuffle_index.npy", t.shuffle_index64, {}, b);
-      } else {
-        out.AddView(dir + "shuffle_index.npy", t.shuffle_index32, {}, b);
+      if (early == nullptr) {
+        for (OutputArray& a : MidArrays(MidDir(i, k), t, b)) out.arrays.push_back(std::move(a));
       }
       mids.push_back({{"dataset_path", m.prefix},
                       {"sequence_index_range", {m.begin, m.end}},

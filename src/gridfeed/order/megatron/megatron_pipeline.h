@@ -33,7 +33,9 @@ SampleRecord MegatronWindow(const OrderView& view, Split split, int64_t position
 // Builds every table (logs warnings and phase times): what `gridfeed tables` writes out.
 // `digest_indexes`: the stores' index digests are computed during the build (DatasetConfig),
 // for a build whose DataFacts() will be asked for.
-Result<BuiltDatasets> BuildMegatronDatasets(const config::DataOptions& o,
-                                            bool digest_indexes = false);
+// `on_mid_built`: DatasetConfig's, for a writer of the tables.
+Result<BuiltDatasets> BuildMegatronDatasets(
+    const config::DataOptions& o, bool digest_indexes = false,
+    decltype(DatasetConfig::on_mid_built) on_mid_built = {});
 
 }  // namespace gridfeed::order

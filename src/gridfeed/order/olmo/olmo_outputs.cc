@@ -118,7 +118,7 @@ Result<std::vector<int64_t>> ParseInstances(const std::string& spec) {
   return out;
 }
 
-Result<OfflineOutput> Tables(const config::JobOptions& o) {
+Result<OfflineOutput> Tables(const config::JobOptions& o, ArraySink* /*early: unused*/) {
   GRIDFEED_ASSIGN_OR_RETURN(OlmoTables t, BuildOlmoTables(o));
   OfflineOutput out;
   const size_t n = t.global_indices.size();

@@ -17,7 +17,7 @@ Result<std::unique_ptr<SftDataset>> Open(const config::JobOptions& o, OfflineOut
   return ds;
 }
 
-Result<OfflineOutput> Tables(const config::JobOptions& o) {
+Result<OfflineOutput> Tables(const config::JobOptions& o, ArraySink* /*early: unused*/) {
   OfflineOutput out;
   GRIDFEED_ASSIGN_OR_RETURN(auto ds, Open(o, &out));
   nlohmann::json summary = nlohmann::json::object();

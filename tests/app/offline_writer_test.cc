@@ -1,0 +1,92 @@
+// gridfeed tables' writer (apps/gridfeed/offline_writer.h): arrays handed early from several
+// threads and the rest at Finish are published together; a writer that does not finish leaves
+// no temporary and removes the folders it made.
+#include "gridfeed/offline_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gridfeed/io/file_util.h"
+#include "testing/paths.h"
+
+namespace gridfeed::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Every file under `dir`, relative.
+std::set<std::string> Tree(const std::string& dir) {
+  std::set<std::string> out;
+  if (!fs::exists(dir)) return out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    out.insert(fs::relative(e.path(), dir).string() + (e.is_directory() ? "/" : ""));
+  }
+  return out;
+}
+
+order::OutputArray Array(const std::string& path, const std::vector<int32_t>& v) {
+  return {path, "<i4", {static_cast<int64_t>(v.size())}, v.data(), v.size() * 4, nullptr};
+}
+
+TEST(OfflineWriter, EarlyAndLateArraysArePublishedTogether) {
+  const std::string out = testing::ScratchDir("offline_writer_publish") + "/out";
+  std::vector<int32_t> a = {1, 2, 3}, b = {4, 5}, c = {6};
+  {
+    OfflineWriter w(out);
+    std::thread t1([&] { EXPECT_TRUE(w.Put(Array("train/mid_0/x.npy", a)).ok()); });
+    std::thread t2([&] { EXPECT_TRUE(w.Put(Array("train/mid_1/x.npy", b)).ok()); });
+    t1.join();
+    t2.join();
+    // Nothing is published before Finish: only temporaries, under their own names.
+    for (const auto& f : Tree(out))
+      EXPECT_EQ(f.find("x.npy", f.size() - 5), std::string::npos) << f;
+    order::OfflineOutput rest;
+    rest.AddView("train/blend/y.npy", std::span<const int32_t>(c), {}, nullptr);
+    rest.texts.push_back({"summary.json", "{}\n"});
+    ASSERT_TRUE(w.Finish(rest).ok());
+  }
+  EXPECT_EQ(Tree(out),
+            (std::set<std::string>{"summary.json", "train/", "train/blend/", "train/blend/y.npy",
+                                   "train/mid_0/", "train/mid_0/x.npy", "train/mid_1/",
+                                   "train/mid_1/x.npy"}));
+  const std::string x1 = io::ReadFileToString(out + "/train/mid_1/x.npy").value();
+  ASSERT_GE(x1.size(), 8u);
+  EXPECT_EQ(x1.substr(x1.size() - 8), std::string("\4\0\0\0\5\0\0\0", 8));
+}
+
+TEST(OfflineWriter, UnfinishedWriterLeavesNothing) {
+  const std::string base = testing::ScratchDir("offline_writer_unfinished");
+  const std::string out = base + "/out";
+  std::vector<int32_t> a = {1, 2, 3};
+  {
+    OfflineWriter w(out);
+    ASSERT_TRUE(w.Put(Array("train/mid_0/x.npy", a)).ok());
+    ASSERT_TRUE(w.Put(Array("train/mid_1/x.npy", a)).ok());
+    EXPECT_FALSE(Tree(out).empty());
+  }  // the build failed: no Finish
+  EXPECT_FALSE(fs::exists(out)) << "left: " << *Tree(out).begin();
+}
+
+TEST(OfflineWriter, FoldersThatExistedStayAndAFailedPutNamesTheFolder) {
+  const std::string out = testing::ScratchDir("offline_writer_existing");
+  ASSERT_TRUE(io::WriteStringToFile(out + "/keep.txt", "mine").ok());
+  ASSERT_TRUE(io::WriteStringToFile(out + "/valid", "a file where a folder would go").ok());
+  std::vector<int32_t> a = {1};
+  {
+    OfflineWriter w(out);
+    ASSERT_TRUE(w.Put(Array("train/mid_0/x.npy", a)).ok());
+    const Status st = w.Put(Array("valid/mid_0/x.npy", a));
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.message().find(out + "/valid"), std::string::npos) << st.message();
+  }
+  EXPECT_EQ(Tree(out), (std::set<std::string>{"keep.txt", "valid"}));
+}
+
+}  // namespace
+}  // namespace gridfeed::app
