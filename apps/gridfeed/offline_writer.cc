@@ -30,7 +30,10 @@ double SecondsSince(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 OfflineWriter::OfflineWriter(std::string dir)
-    : dir_(std::move(dir)), room_(io::OpenFileRoom(kWantedOpenFiles)) {}
+    : dir_(std::move(dir)), limit_(std::max<size_t>(io::OpenFileRoom(kWantedOpenFiles), 1)) {
+  // Descriptors kept for writes in flight: a temporary is kept open only below limit_ - spare_.
+  spare_ = std::clamp<size_t>(limit_ / 2, 1, 16);
+}
 
 OfflineWriter::~OfflineWriter() {
   if (finished_) return;
@@ -43,15 +46,8 @@ Status OfflineWriter::EnsureFolderOf(const std::string& relative) {
   namespace fs = std::filesystem;
   const std::string folder = fs::path(dir_ + "/" + relative).parent_path().string();
   if (ensured_.count(folder) != 0) return Status::Ok();
-  std::vector<std::string> missing;  // deepest first
-  std::error_code ec;
-  for (fs::path p = folder; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
-    missing.push_back(p.string());
-    if (p == p.parent_path()) break;
-  }
   // A folder per dataset: spread over the disk (io::MakeDirsSpread).
-  GRIDFEED_RETURN_IF_ERROR(io::MakeDirsSpread(folder));
-  made_.insert(made_.end(), missing.rbegin(), missing.rend());
+  GRIDFEED_RETURN_IF_ERROR(io::MakeDirsSpread(folder, &made_));
   ensured_.insert(folder);
   return Status::Ok();
 }
@@ -73,16 +69,25 @@ Result<io::TempFile> OfflineWriter::WriteArray(const order::OutputArray& a, bool
 Status OfflineWriter::Put(const order::OutputArray& array) {
   bool sync_now;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    GRIDFEED_RETURN_IF_ERROR(EnsureFolderOf(array.path));
-    // Counted before the write so that concurrent Puts never hold more than room_ open.
-    sync_now = files_.size() + early_files_ >= room_;
-    ++early_files_;
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!failed_.ok()) return failed_;  // the build is failing: nothing more to write
+    failed_ = EnsureFolderOf(array.path);
+    if (!failed_.ok()) return failed_;
+    // Every descriptor this writer holds (kept temporaries and writes in flight) stays within
+    // limit_; near it, a write syncs and closes its file at once.
+    room_freed_.wait(lock, [&] { return kept_open_ + in_flight_ < limit_; });
+    sync_now = kept_open_ + in_flight_ + 1 > limit_ - spare_;
+    ++in_flight_;
   }
   Result<io::TempFile> f = WriteArray(array, sync_now);
   std::lock_guard<std::mutex> lock(mu_);
-  --early_files_;
-  GRIDFEED_RETURN_IF_ERROR(f.status());
+  --in_flight_;
+  room_freed_.notify_one();
+  if (!f.ok()) {
+    if (failed_.ok()) failed_ = f.status();
+    return f.status();
+  }
+  if (f->fd() >= 0) ++kept_open_;
   files_.push_back(std::move(*f));
   early_bytes_ += array.size_bytes;
   return Status::Ok();
@@ -101,7 +106,8 @@ Status OfflineWriter::Finish(const order::OfflineOutput& output) {
   // Two threads copy the arrays into the page cache as unsynced temporaries; PublishAll then
   // syncs them together and renames them (one fsync per file costs a journal commit each).
   const auto& arrays = output.arrays;
-  const size_t open_room = room_ > files_.size() ? room_ - files_.size() : 0;
+  // Two writers below, each with a descriptor in flight.
+  const size_t open_room = limit_ > kept_open_ + 2 ? limit_ - kept_open_ - 2 : 0;
   const bool sync_each = open_room < arrays.size() + output.texts.size();
   std::vector<std::optional<Result<io::TempFile>>> written(arrays.size());
   std::atomic<size_t> next{0};

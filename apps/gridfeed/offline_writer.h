@@ -2,6 +2,7 @@
 // `gridfeed tables` and `gridfeed samples` for every pipeline.
 #pragma once
 
+#include <condition_variable>
 #include <cstddef>
 #include <mutex>
 #include <string>
@@ -42,8 +43,12 @@ class OfflineWriter final : public order::ArraySink {
   std::vector<io::TempFile> files_;          // written, not yet published
   std::vector<std::string> made_;            // folders this writer created, in creation order
   std::unordered_set<std::string> ensured_;  // folders known to exist
-  size_t room_ = 0;                          // temporaries that may keep their descriptor open
-  size_t early_files_ = 0, early_bytes_ = 0;
+  Status failed_;                            // the first failed Put: later ones return it
+  // Descriptors: at most limit_ held at once (io::OpenFileRoom), kept_open_ by written
+  // temporaries that keep theirs until published, in_flight_ by writes under way.
+  size_t limit_ = 1, spare_ = 1, kept_open_ = 0, in_flight_ = 0;
+  std::condition_variable room_freed_;
+  size_t early_bytes_ = 0;
   bool finished_ = false;
 };
 

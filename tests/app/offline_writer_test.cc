@@ -4,9 +4,15 @@
 #include "gridfeed/offline_writer.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
+#include <latch>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -86,6 +92,64 @@ TEST(OfflineWriter, FoldersThatExistedStayAndAFailedPutNamesTheFolder) {
     EXPECT_NE(st.message().find(out + "/valid"), std::string::npos) << st.message();
   }
   EXPECT_EQ(Tree(out), (std::set<std::string>{"keep.txt", "valid"}));
+}
+
+TEST(OfflineWriter, AFailedPutFailsTheLaterOnes) {
+  const std::string out = testing::ScratchDir("offline_writer_sticky");
+  ASSERT_TRUE(io::WriteStringToFile(out + "/valid", "a file where a folder would go").ok());
+  std::vector<int32_t> a = {1};
+  OfflineWriter w(out);
+  ASSERT_FALSE(w.Put(Array("valid/mid_0/x.npy", a)).ok());
+  const Status later = w.Put(Array("train/mid_0/x.npy", a));
+  ASSERT_FALSE(later.ok());
+  EXPECT_NE(later.message().find(out + "/valid"), std::string::npos) << later.message();
+  EXPECT_FALSE(fs::exists(out + "/train"));
+}
+
+// Many builder threads at once under a low limit on open files: every Put waits for a
+// descriptor rather than failing, and every file is published. In a child process, whose
+// limit can be lowered for good; SIGALRM ends it if it hangs.
+TEST(OfflineWriter, ManyConcurrentPutsStayWithinTheOpenFileLimit) {
+  const std::string out = testing::ScratchDir("offline_writer_fd_limit") + "/out";
+  constexpr int kThreads = 120, kPerThread = 2;
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::alarm(120);
+    const struct rlimit low = {100, 100};
+    if (::setrlimit(RLIMIT_NOFILE, &low) != 0) ::_exit(3);
+    std::vector<int32_t> data(256 * 1024, 7);  // 1 MB: each write holds its descriptor a while
+    int failures = 0;
+    {
+      OfflineWriter w(out);
+      std::latch start(kThreads);
+      std::vector<std::thread> pool;
+      std::mutex mu;
+      for (int t = 0; t < kThreads; ++t) {
+        pool.emplace_back([&, t] {
+          start.arrive_and_wait();  // all at once, into one folder (no mkdir between them)
+          for (int i = 0; i < kPerThread; ++i) {
+            const std::string path =
+                "train/mid_0/t" + std::to_string(t) + "_" + std::to_string(i) + ".npy";
+            if (Status st = w.Put(Array(path, data)); !st.ok()) {
+              std::lock_guard<std::mutex> lock(mu);
+              if (failures++ == 0) std::fprintf(stderr, "%s\n", st.ToString().c_str());
+            }
+          }
+        });
+      }
+      for (auto& th : pool) th.join();
+      if (failures == 0 && !w.Finish(order::OfflineOutput()).ok()) failures = -1;
+    }
+    ::_exit(failures == 0 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  size_t files = 0;
+  for (const auto& f : Tree(out)) files += f.size() > 4 && f.substr(f.size() - 4) == ".npy";
+  EXPECT_EQ(files, static_cast<size_t>(kThreads * kPerThread));
 }
 
 }  // namespace

@@ -79,6 +79,24 @@ TEST(MakeDirsSpread, MarksTheFoldersItCreatesAndNoOther) {
   }
 }
 
+// The path as the kernel resolves it: ".." after a link is the link target's parent, not the
+// folder the text would suggest; `created` lists what it made.
+TEST(MakeDirsSpread, FollowsTheKernelThroughLinksAndDotDot) {
+  const std::string base = ScratchDir("make_dirs_spread_links");
+  fs::create_directories(base + "/real/sub");
+  fs::create_symlink(base + "/real/sub", base + "/link");
+  std::vector<std::string> created;
+  ASSERT_TRUE(MakeDirsSpread(base + "/link/../outx/train", &created).ok());
+  EXPECT_TRUE(fs::is_directory(base + "/real/outx/train"));
+  EXPECT_FALSE(fs::exists(base + "/outx"));
+  EXPECT_EQ(created,
+            (std::vector<std::string>{base + "/link/../outx", base + "/link/../outx/train"}));
+  // A file where the text's folder would be does not matter either.
+  ASSERT_TRUE(WriteStringToFile(base + "/outy", "x").ok());
+  EXPECT_TRUE(MakeDirsSpread(base + "/link/../outy/train").ok());
+  EXPECT_TRUE(fs::is_directory(base + "/real/outy/train"));
+}
+
 TEST(MakeDirsSpread, ErrorsAsMkdirP) {
   const std::string base = ScratchDir("make_dirs_spread_errors");
   ASSERT_TRUE(WriteStringToFile(base + "/file", "x").ok());

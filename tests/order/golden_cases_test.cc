@@ -4,9 +4,15 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
+#include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "golden_util.h"
 #include "gridfeed/order/dataset_builder.h"
@@ -251,6 +257,46 @@ TEST(BuildDatasets, OpenErrorsNameTheFirstBadPrefixInOrder) {
   EXPECT_EQ(p.blend.dataset_index, BuildBlendingIndices(p.weights, *p.size).dataset_index);
   ASSERT_EQ(p.mids.size(), 2u);
   EXPECT_TRUE(p.mids[1].tables.document_index == s.mids[1].tables.document_index);
+}
+
+// on_mid_built sees every mid-level dataset once, built; an error or an exception it raises
+// fails the build with the dataset named (no std::terminate), and no dataset starts after it.
+TEST(BuildDatasets, OnMidBuiltSeesEachDatasetOnceAndItsFailureEndsTheBuild) {
+  const std::string a = GoldenDir() + "/corpora/corpus_u16",
+                    b = GoldenDir() + "/corpora/corpus_i32";
+  DatasetConfig c;
+  c.seq_length = 16;
+  c.split = "100,0,0";
+  c.sizes = {int64_t{3000}, std::nullopt, std::nullopt};
+  c.data_path = std::vector<std::string>{"0.2", a, "0.3", b, "0.1", a, "0.4", b};
+  std::mutex mu;
+  std::vector<std::pair<int, size_t>> seen;
+  c.on_mid_built = [&](int split, size_t k, const MidDataset& m) -> Status {
+    EXPECT_GT(m.tables.num_samples(), 0);
+    std::lock_guard<std::mutex> lock(mu);
+    seen.emplace_back(split, k);
+    return Status::Ok();
+  };
+  auto built = BuildDatasets(c);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<std::pair<int, size_t>>{{0, 0}, {0, 1}, {0, 2}, {0, 3}}));
+
+  for (const bool throws : {false, true}) {
+    std::atomic<int> calls{0};
+    c.threads = 1;  // serial: the failing dataset is the first, none starts after it
+    c.on_mid_built = [&](int, size_t, const MidDataset&) -> Status {
+      ++calls;
+      if (throws) throw std::runtime_error("sink exploded");
+      return IoError("disk full");
+    };
+    auto failed = BuildDatasets(c);
+    ASSERT_FALSE(failed.ok());
+    const std::string msg = failed.status().ToString();
+    EXPECT_NE(msg.find(throws ? "sink exploded" : "disk full"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("corpus_u16"), std::string::npos) << msg;
+    EXPECT_EQ(calls.load(), 1);
+  }
 }
 
 TEST(BuildDatasets, ABadWeightIsReportedBeforeAnyStoreIsOpened) {

@@ -392,21 +392,19 @@ Status MakeDirs(const std::string& path) {
   return Status::Ok();
 }
 
-Status MakeDirsSpread(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::vector<fs::path> missing;  // deepest first
-  std::error_code ec;
-  for (fs::path p = fs::path(path).lexically_normal(); !p.empty() && !fs::exists(p, ec);
-       p = p.parent_path()) {
-    missing.push_back(p);
-    if (p == p.parent_path()) break;
-  }
-  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-    if (::mkdir(it->c_str(), 0777) != 0) {
-      if (errno == EEXIST) continue;  // made by someone else meanwhile: not ours to mark
-      return IoError("cannot create directory '" + it->string() + "': " + Errno(errno));
+Status MakeDirsSpread(const std::string& path, std::vector<std::string>* created) {
+  // Each prefix of the path as given (not normalised: the kernel resolves ".." after a link),
+  // made where missing; EEXIST is a folder already there (or made meanwhile: not ours).
+  for (size_t end = 1; end <= path.size(); ++end) {
+    if (end < path.size() && path[end] != '/') continue;
+    if (path[end - 1] == '/') continue;  // "//", or a trailing '/'
+    const std::string prefix = path.substr(0, end);
+    if (::mkdir(prefix.c_str(), 0777) != 0) {
+      if (errno == EEXIST) continue;
+      return IoError("cannot create directory '" + prefix + "': " + Errno(errno));
     }
-    const int fd = ::open(it->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (created != nullptr) created->push_back(prefix);
+    const int fd = ::open(prefix.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) continue;  // the check below names a folder that is not one
     int flags = 0;
     if (::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && !(flags & FS_TOPDIR_FL)) {

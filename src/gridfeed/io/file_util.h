@@ -112,8 +112,9 @@ Status MakeDirs(const std::string& path);
 // of its subfolders and their files over block groups instead of packing them into the first
 // group beside it. Why: ext4 without a journal skips inodes freed in the last 1-6 minutes, one
 // lookup each, so rewriting a thousand folders where the last run's were just removed costs
-// seconds. The flag is advice: where it cannot be set, this is MakeDirs.
-Status MakeDirsSpread(const std::string& path);
+// seconds. The flag is advice: where it cannot be set, this is MakeDirs. `created` (if given)
+// gets each folder it made, in order, also when it fails part way.
+Status MakeDirsSpread(const std::string& path, std::vector<std::string>* created = nullptr);
 
 // "device:inode:size:mtime_ns" of the file `path` names (links followed): two processes on one
 // machine that get the same text read the same bytes (unless a writer changes a file in place

@@ -29,8 +29,11 @@ Status BuildMidTables(std::array<std::optional<SplitDataset>, 3>& splits, const 
   }
   std::vector<Status> statuses(jobs.size());
   std::atomic<size_t> next{0};
+  // After a failure no job starts: every job taken later comes later in the serial order, so
+  // the first error in that order is still among those built.
+  std::atomic<bool> failed{false};
   auto worker = [&] {
-    for (size_t j; (j = next.fetch_add(1)) < jobs.size();) {
+    for (size_t j; !failed && (j = next.fetch_add(1)) < jobs.size();) {
       MidDataset& m = splits[jobs[j].split]->mids[jobs[j].mid];
       GptTablesConfig g;
       g.seq_length = m.seq_length > 0 ? m.seq_length : c.seq_length;
@@ -56,13 +59,21 @@ Status BuildMidTables(std::array<std::optional<SplitDataset>, 3>& splits, const 
       if (!t.ok()) {
         statuses[j] = t.status().WithContext("dataset '" + m.prefix + "' split " +
                                              kSplitNames[static_cast<int>(m.split)]);
+        failed = true;
         continue;
       }
       m.tables = std::move(t).value();
       if (c.on_mid_built) {
-        if (Status st = c.on_mid_built(jobs[j].split, jobs[j].mid, m); !st.ok()) {
-          statuses[j] = st.WithContext("dataset '" + m.prefix + "' split " +
+        Status st;
+        try {
+          st = c.on_mid_built(jobs[j].split, jobs[j].mid, m);
+        } catch (const std::exception& e) {  // e.g. bad_alloc: an error, not std::terminate
+          st = Internal(std::string("handing its tables on failed: ") + e.what());
+        }
+        if (!st.ok()) {
+          statuses[j] = st.WithContext("the tables of dataset '" + m.prefix + "' split " +
                                        kSplitNames[static_cast<int>(m.split)]);
+          failed = true;
         }
       }
     }
