@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "gridfeed/config/flags.h"
+#include "gridfeed/io/file_util.h"
 #include "gridfeed/order/registry.h"
 #include "offline_writer.h"
 
@@ -24,7 +25,9 @@ Runner RegisterTables(CLI::App& app) {
     GRIDFEED_ASSIGN_OR_RETURN(config::JobOptions o, flags->Resolve());
     const order::PipelineKind& kind = order::KindOf(o.data);
     if (!kind.tables) return InvalidArgument(kind.no_tables);
-    // Tables done before the rest are written at once, beside the build.
+    // Tables done before the rest are written at once, beside the build; an interrupt then
+    // removes their temporaries.
+    GRIDFEED_RETURN_IF_ERROR(io::RemoveTempFilesOnSignal());
     OfflineWriter writer(*out);
     GRIDFEED_ASSIGN_OR_RETURN(order::OfflineOutput output, kind.tables(o, &writer));
     return writer.Finish(output);
