@@ -117,6 +117,7 @@ void BM_Build(benchmark::State& state, double epochs) {
     state.counters["sample_idx_s"] = m.times.sample_index;
     state.counters["shuffle_idx_s"] = m.times.shuffle_index;
     state.counters["open_s"] = b->seconds_open;
+    state.counters["checks_beside_s"] = b->seconds_checks_beside;
     if (reset) {
       state.counters["peak_rss_MB"] = static_cast<double>(gridfeed::PeakResidentBytes()) / 1e6;
       state.counters["tables_MB"] = TableBytes(m.tables) / 1e6;

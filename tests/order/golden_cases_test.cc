@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "golden_util.h"
+#include "gridfeed/core/usable_cpus.h"
 #include "gridfeed/order/dataset_builder.h"
 #include "gridfeed/order/read_schedule.h"
 #include "gridfeed/order/sample.h"
@@ -299,6 +301,56 @@ TEST(BuildDatasets, OnMidBuiltSeesEachDatasetOnceAndItsFailureEndsTheBuild) {
   }
 }
 
+// One store: the open checks its index's structure and the full check runs beside the tables
+// (where a second core is usable). A corruption only the full check sees is still the build's
+// error, with the file and field named, even where the build failed first on the same bytes
+// (a negative length); a good store builds the same tables either way.
+TEST(BuildDatasets, OneStoresFullCheckBesideTheTablesIsStillTheError) {
+  const std::string golden = GoldenDir() + "/corpora/corpus_i32";
+  const std::string dir = gridfeed::testing::ScratchDir("build_checks_beside");
+  DatasetConfig c;
+  c.seq_length = 16;
+  c.split = "100,0,0";
+  c.sizes = {int64_t{500}, std::nullopt, std::nullopt};
+  c.data_path = std::vector<std::string>{golden};
+  auto good = BuildDatasets(c);
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  EXPECT_EQ(good->seconds_checks_beside > 0, UsableCpus() >= 2);
+
+  std::ifstream in(golden + ".idx", std::ios::binary);
+  const std::string idx((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  uint64_t sequences = 0;
+  std::memcpy(&sequences, idx.data() + 18, 8);
+  ASSERT_GE(sequences, 3u);
+  const size_t lengths_at = 34, pointers_at = lengths_at + 4 * sequences;
+  struct Case {
+    const char* name;
+    size_t at;
+    int64_t value;
+    int bytes;
+    const char* field;
+  };
+  const Case cases[] = {
+      {"negative_length", lengths_at + 4, -5, 4, "sequence_lengths[1]"},
+      {"pointer_off", pointers_at + 16, 3, 8, "sequence_pointers[2]"},
+  };
+  for (const Case& k : cases) {
+    const std::string prefix = dir + "/" + k.name;
+    std::string bad = idx;
+    std::memcpy(bad.data() + k.at, &k.value, static_cast<size_t>(k.bytes));
+    std::ofstream(prefix + ".idx", std::ios::binary) << bad;
+    std::filesystem::copy_file(golden + ".bin", prefix + ".bin",
+                               std::filesystem::copy_options::overwrite_existing);
+    c.data_path = std::vector<std::string>{prefix};
+    auto built = BuildDatasets(c);
+    ASSERT_FALSE(built.ok()) << k.name;
+    const std::string msg = built.status().ToString();
+    EXPECT_EQ(built.status().code(), StatusCode::kDataLoss) << msg;
+    EXPECT_NE(msg.find(k.field), std::string::npos) << msg;
+    EXPECT_NE(msg.find(prefix + ".idx"), std::string::npos) << msg;
+  }
+}
+
 TEST(BuildDatasets, ABadWeightIsReportedBeforeAnyStoreIsOpened) {
   DatasetConfig c;
   c.seq_length = 16;
@@ -320,15 +372,19 @@ TEST(BuildDatasets, IndexDigestsComputedInTheBuildAreTheFiles) {
   c.sizes = {int64_t{3000}, std::nullopt, std::nullopt};
   const std::string a = GoldenDir() + "/corpora/corpus_u16",
                     b = GoldenDir() + "/corpora/corpus_i32";
-  c.data_path = std::vector<std::string>{"0.3", a, "0.7", b};
   c.digest_indexes = true;
-  auto built = BuildDatasets(c);
-  ASSERT_TRUE(built.ok()) << built.status().ToString();
-  for (const auto& m : built->splits[0]->mids) {
-    std::ifstream in(m.prefix + ".idx", std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    ASSERT_FALSE(bytes.empty());
-    EXPECT_EQ(m.dataset->index_xxh3(), XXH3_64bits(bytes.data(), bytes.size())) << m.prefix;
+  // Two stores (checked in the open), one store (checked beside the tables).
+  for (const auto& path : {std::vector<std::string>{"0.3", a, "0.7", b}, {a}}) {
+    c.data_path = path;
+    auto built = BuildDatasets(c);
+    ASSERT_TRUE(built.ok()) << built.status().ToString();
+    for (const auto& m : built->splits[0]->mids) {
+      std::ifstream in(m.prefix + ".idx", std::ios::binary);
+      const std::string bytes((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+      ASSERT_FALSE(bytes.empty());
+      EXPECT_EQ(m.dataset->index_xxh3(), XXH3_64bits(bytes.data(), bytes.size())) << m.prefix;
+    }
   }
 }
 

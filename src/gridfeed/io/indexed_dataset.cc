@@ -49,22 +49,15 @@ void TokenSpan::CopyTo(int64_t* out) const {
   }
 }
 
-Result<IndexedDataset> IndexedDataset::Open(const std::string& prefix, bool multimodal,
-                                            IndexCheck check, bool digest) {
-  IndexedDataset ds;
-  ds.prefix_ = prefix;
-  const std::string idx_path = prefix + ".idx";
-  const std::string bin_path = prefix + ".bin";
-  GRIDFEED_ASSIGN_OR_RETURN(ds.idx_, MMapFile::Open(idx_path));
+Result<IndexView> IndexedDataset::ParseFully(bool multimodal, bool digest) const {
   // The full check passes over the whole index once, through a descriptor where it can (the
   // mapping untouched), else through the mapping, dropping its pages behind it so a multi-GB
   // index is not all left resident (what the order needs is read again on demand).
-  const MMapFile& idx = ds.idx_;
-  std::optional<MappedFileReader> reader;  // the structure check reads a few bytes only
-  if (check == IndexCheck::kFull) reader.emplace(idx);
+  const MMapFile& idx = idx_;
+  const MappedFileReader reader(idx);
   // The digest from the check's own reads (XXH3_64bits over the whole file, streamed).
   std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(
-      digest && check == IndexCheck::kFull ? XXH3_createState() : nullptr, &XXH3_freeState);
+      digest ? XXH3_createState() : nullptr, &XXH3_freeState);
   InOrderFn in_order;
   if (state) {
     XXH3_64bits_reset(state.get());
@@ -72,13 +65,29 @@ Result<IndexedDataset> IndexedDataset::Open(const std::string& prefix, bool mult
       XXH3_64bits_update(s, part.data(), part.size());
     };
   }
-  GRIDFEED_ASSIGN_OR_RETURN(ds.view_,
-                            ParseIndex(
-                                idx.bytes(), idx_path, multimodal, check,
-                                [&idx](std::span<const std::byte> part) { idx.DropPages(part); },
-                                reader ? &*reader : nullptr, in_order));
+  GRIDFEED_ASSIGN_OR_RETURN(
+      IndexView view,
+      ParseIndex(
+          idx.bytes(), prefix_ + ".idx", multimodal, IndexCheck::kFull,
+          [&idx](std::span<const std::byte> part) { idx.DropPages(part); }, &reader, in_order));
   if (state) {
-    std::call_once(ds.digest_->once, [&] { ds.digest_->value = XXH3_64bits_digest(state.get()); });
+    std::call_once(digest_->once, [&] { digest_->value = XXH3_64bits_digest(state.get()); });
+  }
+  return view;
+}
+
+Result<IndexedDataset> IndexedDataset::Open(const std::string& prefix, bool multimodal,
+                                            IndexCheck check, bool digest) {
+  IndexedDataset ds;
+  ds.prefix_ = prefix;
+  ds.multimodal_ = multimodal;
+  const std::string idx_path = prefix + ".idx";
+  const std::string bin_path = prefix + ".bin";
+  GRIDFEED_ASSIGN_OR_RETURN(ds.idx_, MMapFile::Open(idx_path));
+  if (check == IndexCheck::kFull) {
+    GRIDFEED_ASSIGN_OR_RETURN(ds.view_, ds.ParseFully(multimodal, digest));
+  } else {  // a few bytes only
+    GRIDFEED_ASSIGN_OR_RETURN(ds.view_, ParseIndex(ds.idx_.bytes(), idx_path, multimodal, check));
   }
   GRIDFEED_ASSIGN_OR_RETURN(ds.bin_, MMapFile::Open(bin_path));
   if (ds.bin_.size() < ds.view_.bin_bytes_needed) {
@@ -88,6 +97,18 @@ Result<IndexedDataset> IndexedDataset::Open(const std::string& prefix, bool mult
                     std::to_string(ds.bin_.size()) + " bytes (truncated)");
   }
   return ds;
+}
+
+Status IndexedDataset::CheckIndexFully(bool digest) const {
+  GRIDFEED_ASSIGN_OR_RETURN(IndexView full, ParseFully(multimodal_, digest));
+  // The pointers' running sum ends where the last sequence does (the full check proved it),
+  // which the open checked the .bin to hold; a file changed since the open may differ.
+  if (full.bin_bytes_needed != view_.bin_bytes_needed ||
+      full.sequence_lengths.size() != view_.sequence_lengths.size()) {
+    return DataLoss("index file '" + prefix_ + ".idx' changed while it was read (its full " +
+                    "check found other counts than its open)");
+  }
+  return Status::Ok();
 }
 
 Result<TokenSpan> IndexedDataset::Get(int64_t sequence, int64_t offset_tokens,

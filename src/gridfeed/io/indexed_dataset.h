@@ -40,6 +40,12 @@ class IndexedDataset {
   // rather than two (146.5M documents: a 2.9 GB index).
   static Result<IndexedDataset> Open(const std::string& prefix, bool multimodal = false,
                                      IndexCheck check = IndexCheck::kFull, bool digest = false);
+  // The full check of a store opened with IndexCheck::kStructure, run later (e.g. on a thread
+  // beside work that needs only the lengths): the same pass and verdict as Open's kFull, the
+  // digest remembered when asked for. Until it returns Ok, only the header's counts, the
+  // lengths (unchecked: possibly negative) and the last sequence's extent are known good.
+  // Thread safe; const (reads through a descriptor, drops the pages it mapped).
+  Status CheckIndexFully(bool digest) const;
 
   IndexedDataset(IndexedDataset&&) noexcept = default;
   IndexedDataset& operator=(IndexedDataset&&) noexcept = default;
@@ -88,8 +94,12 @@ class IndexedDataset {
 
  private:
   IndexedDataset() = default;
+  // ParseIndex's full check of idx_ (prefix_.idx), through a descriptor where it can; with
+  // `digest`, remembers index_xxh3() from the same reads.
+  Result<IndexView> ParseFully(bool multimodal, bool digest) const;
 
   std::string prefix_;
+  bool multimodal_ = false;
   MMapFile idx_;
   MMapFile bin_;
   IndexView view_;

@@ -53,7 +53,9 @@ struct DatasetConfig {
   // Called on the builder thread that built it as each mid-level dataset's tables are done
   // (split, its place among the split's datasets), before BuildDatasets returns: for a writer
   // that overlaps writing with the rest of the build. Called concurrently from several
-  // threads; an error it returns fails the build with the dataset named.
+  // threads; an error it returns fails the build with the dataset named. With one store, the
+  // tables it sees may come from an index whose full check (beside the tables) then fails
+  // the build: publish nothing before BuildDatasets returns Ok.
   std::function<Status(int split, size_t k, const MidDataset& m)> on_mid_built;
 };
 
@@ -83,8 +85,11 @@ struct BuiltDatasets {
   int64_t pad_id_used = -1;
   std::vector<std::string> warnings;
   // Wall seconds of each phase; a weighted blend is built on its own thread beside the open and
-  // the tables (seconds_blend_build: its own time), so seconds_blend is the rest.
+  // the tables (seconds_blend_build: its own time), so seconds_blend is the rest. With one
+  // store the open checks the index's structure only and its full check runs beside the
+  // tables (seconds_checks_beside: its own time, inside seconds_tables); else 0.
   double seconds_open = 0, seconds_tables = 0, seconds_blend = 0, seconds_blend_build = 0;
+  double seconds_checks_beside = 0;
 };
 
 // Builds the GPT tables of every mid-level dataset laid out in `splits` (prefix, range,

@@ -258,11 +258,16 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   int32_t* const dense = buffer.data() + n_seq;
   ReadLengths(lengths, begin, end, c.copy_lengths, dense);
   if (c.lengths_read) c.lengths_read();
-  int64_t max_length = 0;
+  int64_t max_length = 0, min_length = 0;
   for (int64_t i = 0; i < n_seq; ++i) {
     const int64_t len = dense[i];
     t.num_tokens_per_epoch += len;
     max_length = std::max(max_length, len);
+    min_length = std::min(min_length, len);
+  }
+  if (min_length < 0) {  // lengths not checked yet (a check beside the build reports the file)
+    return InvalidArgument("sequence range [" + std::to_string(begin) + ", " + std::to_string(end) +
+                           ") holds a negative length (" + std::to_string(min_length) + ")");
   }
   const int64_t T = t.num_tokens_per_epoch;
   if (c.num_samples) {

@@ -325,13 +325,13 @@ Result<BuiltDatasets> BuildMegatronDatasets(const config::DataOptions& o, bool d
       shuffle += m.times.shuffle_index;
     }
   }
-  char line[320];
+  char line[384];
   std::snprintf(line, sizeof(line),
                 "tables built: open %.3f s, tables %.3f s (document_index %.3f, sample_index %.3f, "
-                "shuffle_index %.3f, summed over datasets), blend %.3f s (weighted blends built "
-                "beside them: %.3f s)",
-                b.seconds_open, b.seconds_tables, doc, sample, shuffle, b.seconds_blend,
-                b.seconds_blend_build);
+                "shuffle_index %.3f, summed over datasets; index checks beside them %.3f s), "
+                "blend %.3f s (weighted blends built beside them: %.3f s)",
+                b.seconds_open, b.seconds_tables, doc, sample, shuffle, b.seconds_checks_beside,
+                b.seconds_blend, b.seconds_blend_build);
   log::Info(line);
   return b;
 }
