@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -90,6 +91,27 @@ Status OfflineWriter::Put(const order::OutputArray& array) {
   if (f->fd() >= 0) ++kept_open_;
   files_.push_back(std::move(*f));
   early_bytes_ += array.size_bytes;
+  return Status::Ok();
+}
+
+Status OfflineWriter::PutAll(std::span<const order::OutputArray> arrays) {
+  size_t bytes = 0;
+  for (const auto& a : arrays) bytes += a.size_bytes;
+  if (arrays.size() < 2 || bytes < kPutAllTwoThreadsFrom) return ArraySink::PutAll(arrays);
+  std::vector<Status> put(arrays.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < arrays.size();) put[i] = Put(arrays[i]);
+  };
+  {
+    std::jthread other;
+    try {
+      other = std::jthread(worker);
+    } catch (const std::system_error&) {  // no thread to be had: all of them here
+    }
+    worker();
+  }
+  for (const Status& s : put) GRIDFEED_RETURN_IF_ERROR(s);
   return Status::Ok();
 }
 

@@ -28,6 +28,10 @@ class OfflineWriter final : public order::ArraySink {
   OfflineWriter& operator=(const OfflineWriter&) = delete;
 
   Status Put(const order::OutputArray& array) override;
+  // Put of each array; from kPutAllTwoThreadsFrom bytes in all, on the calling thread and one
+  // more (a dataset's tables are written while no other build may keep a core busy).
+  Status PutAll(std::span<const order::OutputArray> arrays) override;
+  static constexpr size_t kPutAllTwoThreadsFrom = size_t{16} << 20;
 
   // Warnings to stderr first; every array of `output` as .npy and every text (arrays on two
   // threads), then every file synced and published; then the output's summary line with

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <latch>
 #include <mutex>
@@ -94,6 +95,43 @@ TEST(OfflineWriter, FoldersThatExistedStayAndAFailedPutNamesTheFolderAndFailsThe
     }
   }
   EXPECT_EQ(Tree(out), (std::set<std::string>{"keep.txt", "valid"}));
+}
+
+// A dataset's arrays together (two threads from kPutAllTwoThreadsFrom bytes): every one is
+// written and published with its bytes; a failing one is the error, and nothing is published.
+TEST(OfflineWriter, PutAllWritesEveryArrayAndReturnsTheFailure) {
+  const std::string out = testing::ScratchDir("offline_writer_put_all") + "/out";
+  const size_t n = OfflineWriter::kPutAllTwoThreadsFrom / 4 / 2;  // 3 arrays: 1.5x the mark
+  std::vector<std::vector<int32_t>> v(3, std::vector<int32_t>(n));
+  for (size_t k = 0; k < v.size(); ++k) {
+    for (size_t i = 0; i < n; ++i) v[k][i] = static_cast<int32_t>(k * n + i);
+  }
+  const std::vector<order::OutputArray> arrays = {Array("train/mid_0/a.npy", v[0]),
+                                                  Array("train/mid_0/b.npy", v[1]),
+                                                  Array("train/mid_0/c.npy", v[2])};
+  {
+    OfflineWriter w(out);
+    ASSERT_TRUE(w.PutAll(arrays).ok());
+    ASSERT_TRUE(w.Finish(order::OfflineOutput()).ok());
+  }
+  for (size_t k = 0; k < v.size(); ++k) {
+    const auto f = io::ReadFileToString(out + "/" + arrays[k].path);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    ASSERT_GE(f->size(), n * 4);
+    EXPECT_EQ(0, std::memcmp(f->data() + f->size() - n * 4, v[k].data(), n * 4)) << arrays[k].path;
+  }
+
+  const std::string blocked = testing::ScratchDir("offline_writer_put_all_fails");
+  ASSERT_TRUE(io::WriteStringToFile(blocked + "/valid", "a file where a folder would go").ok());
+  {
+    OfflineWriter w(blocked);
+    std::vector<order::OutputArray> with_bad = arrays;
+    with_bad[1].path = "valid/mid_0/b.npy";
+    const Status st = w.PutAll(with_bad);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.message().find(blocked + "/valid"), std::string::npos) << st.message();
+  }
+  EXPECT_EQ(Tree(blocked), (std::set<std::string>{"valid"}));
 }
 
 // Many builder threads at once under a low limit on open files: every Put waits for a

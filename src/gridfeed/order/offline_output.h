@@ -82,6 +82,12 @@ class ArraySink {
  public:
   virtual ~ArraySink() = default;
   virtual Status Put(const OutputArray& array) = 0;
+  // The arrays of one dataset, together: by default Put each in order; a sink may write
+  // them concurrently. The first error.
+  virtual Status PutAll(std::span<const OutputArray> arrays) {
+    for (const OutputArray& a : arrays) GRIDFEED_RETURN_IF_ERROR(Put(a));
+    return Status::Ok();
+  }
 };
 
 // Which positions `samples` reads: the command's text ("0:64,100,4000", ranges exclusive) or

@@ -43,10 +43,7 @@ Result<OfflineOutput> MegatronTables(const config::JobOptions& o, ArraySink* ear
   decltype(DatasetConfig::on_mid_built) on_mid_built;
   if (early != nullptr) {
     on_mid_built = [early](int split, size_t k, const MidDataset& m) -> Status {
-      for (const OutputArray& a : MidArrays(MidDir(split, k), m.tables, nullptr)) {
-        GRIDFEED_RETURN_IF_ERROR(early->Put(a));
-      }
-      return Status::Ok();
+      return early->PutAll(MidArrays(MidDir(split, k), m.tables, nullptr));
     };
   }
   GRIDFEED_ASSIGN_OR_RETURN(BuiltDatasets built,
