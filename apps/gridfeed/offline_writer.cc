@@ -101,7 +101,13 @@ Status OfflineWriter::PutAll(std::span<const order::OutputArray> arrays) {
   std::vector<Status> put(arrays.size());
   std::atomic<size_t> next{0};
   auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < arrays.size();) put[i] = Put(arrays[i]);
+    for (size_t i; (i = next.fetch_add(1)) < arrays.size();) {
+      try {
+        put[i] = Put(arrays[i]);
+      } catch (const std::exception& e) {  // e.g. bad_alloc: an error, not std::terminate
+        put[i] = Internal("writing '" + arrays[i].path + "': " + e.what());
+      }
+    }
   };
   {
     std::jthread other;

@@ -348,6 +348,17 @@ TEST(BuildDatasets, OneStoresFullCheckBesideTheTablesIsStillTheError) {
     EXPECT_EQ(built.status().code(), StatusCode::kDataLoss) << msg;
     EXPECT_NE(msg.find(k.field), std::string::npos) << msg;
     EXPECT_NE(msg.find(prefix + ".idx"), std::string::npos) << msg;
+    // Wrong counts in --per-dataset-sequences-path as well: the corruption is still the error
+    // (a full open finds it first).
+    c.sequences_per_dataset = std::make_shared<const config::SequencesPerDataset>(
+        config::SequencesPerDataset{{prefix, {static_cast<int64_t>(sequences) + 1, 0}}});
+    c.sequences_path = "counts.json";
+    auto counted = BuildDatasets(c);
+    ASSERT_FALSE(counted.ok()) << k.name;
+    EXPECT_EQ(counted.status().code(), StatusCode::kDataLoss) << counted.status().ToString();
+    EXPECT_NE(counted.status().message().find(k.field), std::string::npos)
+        << counted.status().ToString();
+    c.sequences_per_dataset = nullptr;
   }
 }
 

@@ -324,5 +324,27 @@ TEST(Properties, EmptySplitWithSamplesIsAnErrorNotAHang) {
   EXPECT_NE(t.status().message().find("no tokens"), std::string::npos);
 }
 
+// Lengths the index check has not passed yet (it runs beside the build): a negative one, or
+// more tokens than the store holds, are refused before any table is sized from them.
+TEST(Properties, ImpossibleLengthsAreRefusedBeforeTheTables) {
+  const std::vector<int32_t> negative = {5, -3, 5}, huge = {5, 2147483647, 5};
+  auto span = [](const std::vector<int32_t>& v) {
+    return io::LeSpan<int32_t>(reinterpret_cast<const std::byte*>(v.data()), v.size());
+  };
+  GptTablesConfig c;
+  c.seq_length = 1;
+  auto t = BuildGptTables(span(negative), 0, 3, c);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("negative length (-3)"), std::string::npos)
+      << t.status().ToString();
+  c.max_tokens = 15;  // the store's own count
+  t = BuildGptTables(span(huge), 0, 3, c);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("more than its store's 15"), std::string::npos)
+      << t.status().ToString();
+  const std::vector<int32_t> fits = {5, 5, 5};
+  EXPECT_TRUE(BuildGptTables(span(fits), 0, 3, c).ok());  // exactly the store's count
+}
+
 }  // namespace
 }  // namespace gridfeed::order

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <limits>
 #include <set>
 #include <thread>
 
@@ -51,6 +52,8 @@ Status BuildMidTables(std::array<std::optional<SplitDataset>, 3>& splits, const 
       g.copy_lengths = [ds = m.dataset.get()](int64_t begin, int64_t end, int32_t* out) {
         return ds->CopySequenceLengths(begin, end, out);
       };
+      g.max_tokens = static_cast<int64_t>(
+          std::min<uint64_t>(m.dataset->num_tokens(), std::numeric_limits<int64_t>::max()));
       Result<GptTables> t = Internal("not built");
       try {
         t = BuildGptTables(m.dataset->sequence_lengths(), m.begin, m.end, g, &m.times);
@@ -176,7 +179,14 @@ Status OpenStores(const std::vector<std::string>& prefixes, const DatasetConfig&
   for (size_t i = 0; i < todo.size(); ++i) {
     GRIDFEED_RETURN_IF_ERROR(opened[i]->status());
     if (c.sequences_per_dataset) {
-      GRIDFEED_RETURN_IF_ERROR(CheckSequenceCounts(c, todo[i], **opened[i]));
+      if (Status counts = CheckSequenceCounts(c, todo[i], **opened[i]); !counts.ok()) {
+        // A corruption the full check finds is the error a full open would have reported.
+        if (structure_only) {
+          GRIDFEED_RETURN_IF_ERROR(
+              io::IndexedDataset::Open(todo[i], false, io::IndexCheck::kFull).status());
+        }
+        return counts;
+      }
     }
     open[todo[i]] = std::make_shared<const io::IndexedDataset>(std::move(**opened[i]));
   }

@@ -265,9 +265,16 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
     max_length = std::max(max_length, len);
     min_length = std::min(min_length, len);
   }
-  if (min_length < 0) {  // lengths not checked yet (a check beside the build reports the file)
+  // Lengths not checked yet (a check beside the build reports the file): nothing is sized from
+  // impossible ones.
+  if (min_length < 0) {
     return InvalidArgument("sequence range [" + std::to_string(begin) + ", " + std::to_string(end) +
                            ") holds a negative length (" + std::to_string(min_length) + ")");
+  }
+  if (c.max_tokens && t.num_tokens_per_epoch > *c.max_tokens) {
+    return InvalidArgument("sequence range [" + std::to_string(begin) + ", " + std::to_string(end) +
+                           ") holds " + std::to_string(t.num_tokens_per_epoch) +
+                           " tokens, more than its store's " + std::to_string(*c.max_tokens));
   }
   const int64_t T = t.num_tokens_per_epoch;
   if (c.num_samples) {

@@ -28,6 +28,10 @@ struct GptTablesConfig {
   // span (io::IndexedDataset::CopySequenceLengths); false: not done, the span is read.
   using CopyLengths = std::function<bool(int64_t begin, int64_t end, int32_t* out)>;
   CopyLengths copy_lengths;
+  // If set: the most tokens the range can hold (its store's own count, from the index's last
+  // pointer and the .bin size). Lengths summing to more are refused before anything is sized
+  // from them: lengths the index check has not passed yet (it runs beside the build).
+  std::optional<int64_t> max_tokens;
   // Document-index entries (all epochs) from which the draws get a thread of their own (below:
   // the calling thread draws, applies and shuffles alone, with no stream: a blend of many small
   // datasets builds several at once, one per thread of its pool). Tests set 0 or a maximum.
