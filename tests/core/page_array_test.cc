@@ -4,10 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <fstream>
 #include <numeric>
-#include <string>
 
 #include "gridfeed/core/memory_usage.h"
 
@@ -49,33 +46,6 @@ TEST(PageArray, LargeArraysStartOnHugePageBoundaries) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(a.data()) % (size_t{2} << 20), 0u);
   a[a.size() - 1] = 9;  // the last entry is inside the mapping
   EXPECT_EQ(a[a.size() - 1], 9u);
-}
-
-// The VmFlags of the mapping holding `p` (/proc/self/smaps), e.g. "rd wr mr mw me ac hg".
-std::string VmFlagsOf(const void* p) {
-  std::ifstream smaps("/proc/self/smaps");
-  const auto at = reinterpret_cast<uintptr_t>(p);
-  bool inside = false;
-  for (std::string line; std::getline(smaps, line);) {
-    uintptr_t lo = 0, hi = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > 17) {
-      inside = lo <= at && at < hi;
-    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
-      return line.substr(8) + " ";
-    }
-  }
-  return "";
-}
-
-TEST(PageArray, HugePagesAreAdvisedUnlessSmallPagesAreAsked) {
-  PageArray<uint32_t> huge(size_t{4} << 20);
-  PageArray<uint32_t> small(size_t{4} << 20, PageArray<uint32_t>::Pages::kSmall);
-  const std::string h = VmFlagsOf(huge.data()), s = VmFlagsOf(small.data());
-  ASSERT_FALSE(h.empty()) << "no VmFlags in /proc/self/smaps";
-  EXPECT_NE(h.find(" hg "), std::string::npos) << h;
-  EXPECT_EQ(s.find(" hg "), std::string::npos) << s;
-  small[small.size() - 1] = 3;
-  EXPECT_EQ(small[small.size() - 1], 3u);
 }
 
 TEST(PageArray, PopulateMakesThePagesResident) {

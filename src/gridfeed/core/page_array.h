@@ -41,9 +41,8 @@ namespace page_array_internal {
 inline constexpr size_t kHugePage = size_t{2} << 20;
 inline constexpr size_t kPage = 4096;
 
-// A mapping of at least `bytes` (rounded up to pages), 2 MiB aligned when it is large, huge
-// pages advised unless `small_pages`.
-inline std::byte* Map(size_t bytes, size_t* mapped, bool small_pages) {
+// A mapping of at least `bytes` (rounded up to pages), 2 MiB aligned when it is large.
+inline std::byte* Map(size_t bytes, size_t* mapped) {
   if (bytes == 0) {
     *mapped = 0;
     return nullptr;
@@ -65,7 +64,7 @@ inline std::byte* Map(size_t bytes, size_t* mapped, bool small_pages) {
   if (head) ::munmap(base, head);
   const size_t tail = ask - head - want;
   if (tail) ::munmap(base + head + want, tail);
-  if (!small_pages) ::madvise(base + head, want, MADV_HUGEPAGE);  // advice only (no THP: ignored)
+  ::madvise(base + head, want, MADV_HUGEPAGE);  // advice only: a kernel without THP ignores it
   *mapped = want;
   return base + head;
 }
@@ -100,15 +99,11 @@ class PageArray {
   static_assert(std::is_trivially_copyable_v<T>);
 
  public:
-  // Huge pages (the default) or the kernel's default pages, e.g. for a small scratch whose
-  // first touches would cost more than the TLB misses huge pages save.
-  enum class Pages { kHuge, kSmall };
-
   PageArray() = default;
   // `n` entries with indeterminate values.
-  explicit PageArray(size_t n, Pages pages = Pages::kHuge) {
+  explicit PageArray(size_t n) {
     if (n > SIZE_MAX / sizeof(T)) throw std::bad_alloc();
-    base_ = page_array_internal::Map(n * sizeof(T), &mapped_, pages == Pages::kSmall);
+    base_ = page_array_internal::Map(n * sizeof(T), &mapped_);
     size_ = n;
   }
   PageArray(const PageArray& other) : PageArray(other.size_) {

@@ -22,14 +22,6 @@ namespace {
 // fewer than this share of an epoch's samples.
 constexpr double kSeparateFinalEpochThreshold = 0.80;
 
-// The build's scratch (the lengths, then the shuffled pairs) is on huge pages from this many
-// bytes. Smaller, its first touches cost more than the TLB misses huge pages save (a KVM guest
-// where a fresh huge page costs 3x its 4 KiB pages: 10M documents, 80 MB, `gridfeed tables`
-// alternated over 12 pairs, median 0.33 s against 0.37 s, faster in 10; 3 epochs unchanged).
-// Larger, the tables written as the walk gives the scratch back take its pages as huge pages
-// (146.5M documents, 1.17 GB: on 4 KiB pages the walk took 1.0-3.7 s instead of 0.6 s).
-constexpr int64_t kHugeScratchFrom = int64_t{512} << 20;
-
 // The document index before shuffling: arange(begin, end) once per epoch, into `out` (of
 // (end - begin) * epochs entries).
 void FillEpochs(int64_t begin, int64_t end, int64_t epochs, PageArray<int32_t>& out) {
@@ -262,9 +254,7 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   // The split's lengths go to the upper half of a buffer of twice their count; its lower half
   // is touched only with one epoch, where the shuffle moves (id, length) pairs (see below).
   const int64_t n_seq = end - begin;
-  PageArray<int32_t> buffer(static_cast<size_t>(2 * n_seq), 2 * n_seq * 4 < kHugeScratchFrom
-                                                                ? PageArray<int32_t>::Pages::kSmall
-                                                                : PageArray<int32_t>::Pages::kHuge);
+  PageArray<int32_t> buffer(static_cast<size_t>(2 * n_seq));
   int32_t* const dense = buffer.data() + n_seq;
   ReadLengths(lengths, begin, end, c.copy_lengths, dense);
   if (c.lengths_read) c.lengths_read();
