@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <system_error>
 #include <thread>
@@ -26,6 +27,21 @@ constexpr size_t kWantedOpenFiles = size_t{1} << 16;
 
 double SecondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Calls work(i) for every i < n on the calling thread and one more (all here where no thread
+// can be had). `work` must not throw.
+void OnTwoThreads(size_t n, const std::function<void(size_t)>& work) {
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < n;) work(i);
+  };
+  std::jthread other;
+  try {
+    other = std::jthread(worker);
+  } catch (const std::system_error&) {
+  }
+  worker();
 }
 
 }  // namespace
@@ -99,24 +115,13 @@ Status OfflineWriter::PutAll(std::span<const order::OutputArray> arrays) {
   for (const auto& a : arrays) bytes += a.size_bytes;
   if (arrays.size() < 2 || bytes < kPutAllTwoThreadsFrom) return ArraySink::PutAll(arrays);
   std::vector<Status> put(arrays.size());
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < arrays.size();) {
-      try {
-        put[i] = Put(arrays[i]);
-      } catch (const std::exception& e) {  // e.g. bad_alloc: an error, not std::terminate
-        put[i] = Internal("writing '" + arrays[i].path + "': " + e.what());
-      }
-    }
-  };
-  {
-    std::jthread other;
+  OnTwoThreads(arrays.size(), [&](size_t i) {
     try {
-      other = std::jthread(worker);
-    } catch (const std::system_error&) {  // no thread to be had: all of them here
+      put[i] = Put(arrays[i]);
+    } catch (const std::exception& e) {  // e.g. bad_alloc: an error, not std::terminate
+      put[i] = Internal("writing '" + arrays[i].path + "': " + e.what());
     }
-    worker();
-  }
+  });
   for (const Status& s : put) GRIDFEED_RETURN_IF_ERROR(s);
   return Status::Ok();
 }
@@ -138,16 +143,13 @@ Status OfflineWriter::Finish(const order::OfflineOutput& output) {
   const size_t open_room = limit_ > kept_open_ + 2 ? limit_ - kept_open_ - 2 : 0;
   const bool sync_each = open_room < arrays.size() + output.texts.size();
   std::vector<std::optional<Result<io::TempFile>>> written(arrays.size());
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < arrays.size();) {
+  OnTwoThreads(arrays.size(), [&](size_t i) {
+    try {
       written[i].emplace(WriteArray(arrays[i], sync_each));
+    } catch (const std::exception& e) {  // e.g. bad_alloc: an error, not std::terminate
+      written[i].emplace(Internal("writing '" + arrays[i].path + "': " + e.what()));
     }
-  };
-  {
-    std::jthread other(worker);
-    worker();
-  }
+  });
   for (auto& w : written) {
     GRIDFEED_RETURN_IF_ERROR(w->status());
     files_.push_back(std::move(**w));
