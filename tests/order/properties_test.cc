@@ -46,6 +46,31 @@ TEST(Properties, IntervalStaysInRange) {
   EXPECT_EQ(rng.Interval(0), 0u);
 }
 
+// Mt19937 gives std::mt19937's words on both of its paths (AVX2 where the CPU has it, and the
+// portable one), across many blocks, through operator() and through Pending/Take.
+TEST(Properties, Mt19937IsStdMt19937OnEveryPath) {
+  const bool vector = Mt19937::VectorGenerate();
+  for (const bool on : {false, true}) {
+    Mt19937::SetVectorGenerateForTesting(on);
+    for (uint32_t seed : {0u, 1u, 5489u, 0xffffffffu}) {
+      std::mt19937 want(seed);
+      Mt19937 one(seed), many(seed);
+      for (int i = 0; i < 624 * 5 + 7; ++i) ASSERT_EQ(one(), want()) << seed << " word " << i;
+      std::mt19937 again(seed);
+      for (size_t taken = 0; taken < 624 * 5 + 7;) {
+        const std::span<const uint32_t> words = many.Pending();
+        ASSERT_FALSE(words.empty());
+        const size_t take = std::min<size_t>(words.size(), 1 + taken % 500);
+        for (size_t j = 0; j < take; ++j)
+          ASSERT_EQ(words[j], again()) << seed << " word " << taken + j;
+        many.Take(take);
+        taken += take;
+      }
+    }
+  }
+  Mt19937::SetVectorGenerateForTesting(vector);
+}
+
 // FillIntervals32 gives Interval32's values one at a time and consumes the same draws: bounds
 // at and around powers of two (where the mask changes, and rejections are most and fewest),
 // 1, the largest 32-bit bound, and random ones; runs across several bit lengths.
