@@ -72,7 +72,7 @@ Status OfflineWriter::EnsureFolderOf(const std::string& relative) {
 Result<io::TempFile> OfflineWriter::WriteArray(const order::OutputArray& a, bool sync_now) {
   const auto start = std::chrono::steady_clock::now();
   GRIDFEED_ASSIGN_OR_RETURN(io::TempFile f, io::WriteNpyTemp(dir_ + "/" + a.path, a.descr, a.shape,
-                                                             a.data, a.size_bytes));
+                                                             a.data, a.size_bytes, a.written));
   if (sync_now) GRIDFEED_RETURN_IF_ERROR(f.Close());
   if (log::Enabled(log::Level::kDebug)) {
     char line[96];

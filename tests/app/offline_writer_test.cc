@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "gridfeed/io/file_util.h"
+#include "gridfeed/io/publish_all.h"
 #include "testing/paths.h"
 
 namespace gridfeed::app {
@@ -38,7 +39,7 @@ std::set<std::string> Tree(const std::string& dir) {
 }
 
 order::OutputArray Array(const std::string& path, const std::vector<int32_t>& v) {
-  return {path, "<i4", {static_cast<int64_t>(v.size())}, v.data(), v.size() * 4, nullptr};
+  return {path, "<i4", {static_cast<int64_t>(v.size())}, v.data(), v.size() * 4, nullptr, {}};
 }
 
 TEST(OfflineWriter, EarlyAndLateArraysArePublishedTogether) {
@@ -95,6 +96,38 @@ TEST(OfflineWriter, FoldersThatExistedStayAndAFailedPutNamesTheFolderAndFailsThe
     }
   }
   EXPECT_EQ(Tree(out), (std::set<std::string>{"keep.txt", "valid"}));
+}
+
+// `written` hears of each piece only once it is in the file: the owner may then give the
+// piece's pages back. Here it overwrites them at once, and the file still holds the values.
+TEST(OfflineWriter, WrittenIsToldOfEachPieceOnlyOnceItIsInTheFile) {
+  const std::string out = testing::ScratchDir("offline_writer_written") + "/out";
+  const size_t n = 2 * io::kWrittenPiece / 4 + 1000;  // three pieces, the last one short
+  std::vector<int32_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<int32_t>(3 * i + 1);
+  order::OutputArray a = Array("train/mid_0/x.npy", v);
+  std::vector<size_t> told;
+  a.written = [&](size_t bytes) {
+    const size_t from = told.empty() ? 0 : told.back();
+    ASSERT_LE(bytes, v.size() * 4);
+    std::memset(reinterpret_cast<char*>(v.data()) + from, 0xab, bytes - from);
+    told.push_back(bytes);
+  };
+  {
+    OfflineWriter w(out);
+    ASSERT_TRUE(w.Put(a).ok());
+    ASSERT_TRUE(w.Finish(order::OfflineOutput()).ok());
+  }
+  EXPECT_EQ(told, (std::vector<size_t>{io::kWrittenPiece, 2 * io::kWrittenPiece, n * 4}));
+  const auto f = io::ReadFileToString(out + "/train/mid_0/x.npy");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_GE(f->size(), n * 4);
+  const char* data = f->data() + (f->size() - n * 4);
+  for (size_t i = 0; i < n; ++i) {
+    int32_t x;
+    std::memcpy(&x, data + 4 * i, 4);
+    ASSERT_EQ(x, static_cast<int32_t>(3 * i + 1)) << "entry " << i;
+  }
 }
 
 // A dataset's arrays together (two threads from kPutAllTwoThreadsFrom bytes): every one is

@@ -71,6 +71,19 @@ TEST(Properties, Mt19937IsStdMt19937OnEveryPath) {
   Mt19937::SetVectorGenerateForTesting(vector);
 }
 
+// Tables whose pages went back once written (gridfeed tables) keep their sizes, and refuse a
+// reader of their entries (which would read zeros) rather than hand it a view.
+TEST(PropertiesDeathTest, ReleasedTablesKeepTheirSizesAndRefuseReaders) {
+  GptTables t;
+  t.shuffle_index32 = PageArray<uint32_t>(5);
+  t.sample_index32 = PageArray<int32_t>(12);
+  t.contents_released = true;
+  EXPECT_EQ(t.num_samples(), 5);
+  EXPECT_DEATH(t.View(), "contents_released");
+  t.contents_released = false;
+  EXPECT_EQ(t.View().num_samples(), 5);
+}
+
 // FillIntervals32 gives Interval32's values one at a time and consumes the same draws: bounds
 // at and around powers of two (where the mask changes, and rejections are most and fewest),
 // 1, the largest 32-bit bound, and random ones; runs across several bit lengths.

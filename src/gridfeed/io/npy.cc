@@ -126,7 +126,7 @@ Result<NpyArray> ReadNpy(const std::string& path) {
 
 Result<TempFile> WriteNpyTemp(const std::string& path, const std::string& descr,
                               const std::vector<int64_t>& shape, const void* data,
-                              size_t size_bytes) {
+                              size_t size_bytes, const std::function<void(size_t bytes)>& written) {
   std::string dims;
   for (size_t i = 0; i < shape.size(); ++i) {
     dims += std::to_string(shape[i]);
@@ -147,7 +147,7 @@ Result<TempFile> WriteNpyTemp(const std::string& path, const std::string& descr,
   out += header;
   const std::span<const std::byte> parts[] = {std::as_bytes(std::span(out)),
                                               {static_cast<const std::byte*>(data), size_bytes}};
-  return WriteTemp(path, parts);
+  return WriteTemp(path, parts, written);
 }
 
 Status WriteNpy(const std::string& path, const std::string& descr,

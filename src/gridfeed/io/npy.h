@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -88,10 +89,12 @@ Result<NpyArray> ParseNpy(std::span<const std::byte> bytes, const std::string& p
 // Writes a .npy file atomically (a temporary, fsynced, renamed over `path`).
 Status WriteNpy(const std::string& path, const std::string& descr,
                 const std::vector<int64_t>& shape, const void* data, size_t size_bytes);
-// The same file as an unpublished temporary (WriteTemp), for PublishAll.
+// The same file as an unpublished temporary (WriteTemp, whose `written` is told of the data's
+// bytes), for PublishAll.
 Result<TempFile> WriteNpyTemp(const std::string& path, const std::string& descr,
                               const std::vector<int64_t>& shape, const void* data,
-                              size_t size_bytes);
+                              size_t size_bytes,
+                              const std::function<void(size_t bytes)>& written = {});
 
 template <typename T>
 Status WriteNpy(const std::string& path, std::span<const T> values,

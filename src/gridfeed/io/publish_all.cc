@@ -15,14 +15,17 @@
 namespace gridfeed::io {
 
 Result<TempFile> WriteTemp(const std::string& target,
-                           std::span<const std::span<const std::byte>> parts) {
+                           std::span<const std::span<const std::byte>> parts,
+                           const std::function<void(size_t bytes)>& written) {
   GRIDFEED_ASSIGN_OR_RETURN(TempFile tmp, TempFile::Create(target));
-  for (std::span<const std::byte> part : parts) {
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const bool tell = written && i + 1 == parts.size();
     // Straight from the caller's memory: no copy through a buffer.
-    const std::byte* p = part.data();
-    size_t left = part.size();
+    const std::byte* p = parts[i].data();
+    size_t left = parts[i].size();
     while (left > 0) {
-      const ssize_t n = ::write(tmp.fd(), p, std::min<size_t>(left, size_t{1} << 30));
+      const ssize_t n =
+          ::write(tmp.fd(), p, std::min<size_t>(left, tell ? kWrittenPiece : size_t{1} << 30));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         return IoError("cannot write '" + tmp.path() +
@@ -30,6 +33,7 @@ Result<TempFile> WriteTemp(const std::string& target,
       }
       p += n;
       left -= static_cast<size_t>(n);
+      if (tell) written(parts[i].size() - left);
     }
   }
   GRIDFEED_RETURN_IF_ERROR(tmp.StartWriteback());

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -20,8 +21,13 @@ namespace gridfeed::io {
 // writeback; its descriptor stays open for the fsync (OpenFileRoom says how many fit). The caller
 // publishes it with PublishAll or TempFile::Publish; until then the temporary is removed by its
 // destructor or a signal. Every write and the close are checked; IoError names the file.
+// `written`, where given, is told after each piece of the last part (kWrittenPiece bytes) how
+// many of its leading bytes are in the file (the page cache): a caller that needs them no more
+// may give their memory back, so the page cache can take those pages instead of fresh ones.
+inline constexpr size_t kWrittenPiece = size_t{4} << 20;
 Result<TempFile> WriteTemp(const std::string& target,
-                           std::span<const std::span<const std::byte>> parts);
+                           std::span<const std::span<const std::byte>> parts,
+                           const std::function<void(size_t bytes)>& written = {});
 
 // fsyncs every temporary on up to `threads` threads, then renames each over its target (in
 // the order given) and fsyncs each target folder once. If any sync fails, nothing is renamed

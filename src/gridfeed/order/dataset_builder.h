@@ -55,8 +55,10 @@ struct DatasetConfig {
   // that overlaps writing with the rest of the build. Called concurrently from several
   // threads; an error it returns fails the build with the dataset named. With one store, the
   // tables it sees may come from an index whose full check (beside the tables) then fails
-  // the build: publish nothing before BuildDatasets returns Ok.
-  std::function<Status(int split, size_t k, const MidDataset& m)> on_mid_built;
+  // the build: publish nothing before BuildDatasets returns Ok. It may take the tables'
+  // contents (a writer gives their pages back as it writes them) and then sets
+  // `tables.contents_released`: only their sizes and scalars are read after it.
+  std::function<Status(int split, size_t k, MidDataset& m)> on_mid_built;
 };
 
 struct MidDataset {

@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "gridfeed/core/check.h"
 #include "gridfeed/core/page_array.h"
 #include "gridfeed/core/status.h"
 #include "gridfeed/io/le_span.h"
@@ -98,8 +99,13 @@ struct GptTables {
   bool shuffle_index_is_int64 = false;
   PageArray<uint32_t> shuffle_index32;
   PageArray<int64_t> shuffle_index64;
+  // The arrays' pages were given back once written to files (DatasetConfig::on_mid_built):
+  // their sizes (num_samples) hold, their entries read as zeros. Whatever would read the
+  // entries refuses such tables.
+  bool contents_released = false;
 
   GptTablesView View() const {
+    GRIDFEED_CHECK(!contents_released);  // a reader of zeros, not of the tables
     GptTablesView v;
     v.document_index = document_index;
     v.sample_index32 = sample_index32;
@@ -109,7 +115,10 @@ struct GptTables {
     v.shuffle_index_is_int64 = shuffle_index_is_int64;
     return v;
   }
-  int64_t num_samples() const { return View().num_samples(); }
+  int64_t num_samples() const {  // also of released tables
+    return static_cast<int64_t>(shuffle_index_is_int64 ? shuffle_index64.size()
+                                                       : shuffle_index32.size());
+  }
   int64_t ShuffleAt(int64_t i) const { return View().ShuffleAt(i); }
   int64_t SampleDoc(int64_t row) const { return View().SampleDoc(row); }
   int64_t SampleOffset(int64_t row) const { return View().SampleOffset(row); }

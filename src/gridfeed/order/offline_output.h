@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -31,6 +32,10 @@ struct OutputArray {
   const void* data = nullptr;
   size_t size_bytes = 0;
   std::shared_ptr<const void> owner;  // keeps `data` alive
+  // Where set, a writer tells it how many leading bytes of `data` it has written (the page
+  // cache holds them), a piece at a time: the owner may give their pages back, so the file's
+  // pages reuse the table's (no first touch of fresh memory; rank 0's peak stays one copy).
+  std::function<void(size_t bytes)> written;
 };
 
 // One JSON file. `spread`: its top-level keys are the Python result's own keys (a summary
@@ -59,8 +64,13 @@ struct OfflineOutput {
   void AddView(std::string path, std::span<const T> values, std::vector<int64_t> shape,
                std::shared_ptr<const void> owner) {
     if (shape.empty()) shape = {static_cast<int64_t>(values.size())};
-    arrays.push_back({std::move(path), io::NpyDescr<T>(), std::move(shape), values.data(),
-                      values.size_bytes(), std::move(owner)});
+    arrays.push_back({std::move(path),
+                      io::NpyDescr<T>(),
+                      std::move(shape),
+                      values.data(),
+                      values.size_bytes(),
+                      std::move(owner),
+                      {}});
   }
   template <typename T>
   void AddView(std::string path, const PageArray<T>& values, std::vector<int64_t> shape,

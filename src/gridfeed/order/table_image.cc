@@ -255,6 +255,7 @@ std::unique_ptr<TableImageWriter> TableImageWriter::Create(BuiltDatasets&& built
         mids.push_back(jm);
         continue;
       }
+      GRIDFEED_CHECK(!t.contents_released);  // written to files and given back: zeros
       jm["document_index"] = p.arrays.Add(t.document_index, true);
       if (t.sample_index_is_int64) {
         jm["sample_index64"] = p.arrays.Add(t.sample_index64, true);

@@ -13,21 +13,35 @@ namespace gridfeed::order {
 
 namespace {
 
-// A mid-level dataset's three tables as Megatron's builder caches them, under `dir`.
+// Gives the pages of `a`'s first `bytes` back (whole pages; written to a file already).
+template <typename T>
+std::function<void(size_t)> ReleaseAsWritten(PageArray<T>& a) {
+  return [&a](size_t bytes) { a.ReleaseFront(bytes / sizeof(T)); };
+}
+
+// A mid-level dataset's three tables as Megatron's builder caches them, under `dir`. With
+// `release` (the same tables, held by the caller alone), each array's pages are given back as
+// a writer writes them (OutputArray::written).
 std::vector<OutputArray> MidArrays(const std::string& dir, const GptTables& t,
-                                   const std::shared_ptr<const void>& owner) {
+                                   const std::shared_ptr<const void>& owner,
+                                   GptTables* release = nullptr) {
   OfflineOutput out;
-  out.AddView(dir + "document_index.npy", t.document_index, {}, owner);
+  auto add = [&](const char* name, const auto& array, auto* mine, std::vector<int64_t> shape) {
+    out.AddView(dir + name, array, std::move(shape), owner);
+    if (release != nullptr) out.arrays.back().written = ReleaseAsWritten(*mine);
+  };
+  GptTables* r = release;
+  add("document_index.npy", t.document_index, r ? &r->document_index : nullptr, {});
   const int64_t rows = t.num_samples() + 1;
   if (t.sample_index_is_int64) {
-    out.AddView(dir + "sample_index.npy", t.sample_index64, {rows, 2}, owner);
+    add("sample_index.npy", t.sample_index64, r ? &r->sample_index64 : nullptr, {rows, 2});
   } else {
-    out.AddView(dir + "sample_index.npy", t.sample_index32, {rows, 2}, owner);
+    add("sample_index.npy", t.sample_index32, r ? &r->sample_index32 : nullptr, {rows, 2});
   }
   if (t.shuffle_index_is_int64) {
-    out.AddView(dir + "shuffle_index.npy", t.shuffle_index64, {}, owner);
+    add("shuffle_index.npy", t.shuffle_index64, r ? &r->shuffle_index64 : nullptr, {});
   } else {
-    out.AddView(dir + "shuffle_index.npy", t.shuffle_index32, {}, owner);
+    add("shuffle_index.npy", t.shuffle_index32, r ? &r->shuffle_index32 : nullptr, {});
   }
   return std::move(out.arrays);
 }
@@ -42,8 +56,13 @@ Result<OfflineOutput> MegatronTables(const config::JobOptions& o, ArraySink* ear
   // With a sink, each dataset's tables go to it as soon as they are built.
   decltype(DatasetConfig::on_mid_built) on_mid_built;
   if (early != nullptr) {
-    on_mid_built = [early](int split, size_t k, const MidDataset& m) -> Status {
-      return early->PutAll(MidArrays(MidDir(split, k), m.tables, nullptr));
+    // Nothing reads the tables' entries after they are written: their pages go back as they
+    // are written, and the files' pages take them.
+    on_mid_built = [early](int split, size_t k, MidDataset& m) -> Status {
+      const std::vector<OutputArray> arrays =
+          MidArrays(MidDir(split, k), m.tables, nullptr, &m.tables);
+      m.tables.contents_released = true;
+      return early->PutAll(arrays);
     };
   }
   GRIDFEED_ASSIGN_OR_RETURN(BuiltDatasets built,
