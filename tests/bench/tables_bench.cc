@@ -2,7 +2,9 @@
 // only the .idx is real, the .bin is sparse), seq_length 4096, about 1 and 3 epochs.
 // Each phase is reported next to a floor measured on arrays of the same size in the same
 // run: one sequential write of every table and one random-access pass over the document
-// index; with peak resident memory during the build next to the bytes of the tables.
+// index; with peak resident memory during the build next to the bytes of the tables. And the
+// document-index shuffle's draws alone (BM_Targets), next to the same draws on the portable
+// MT19937 path.
 // GRIDFEED_BENCH_DOCUMENTS sets N (default 10,000,000), GRIDFEED_BENCH_MEAN_TOKENS the mean length,
 // GRIDFEED_BENCH_SAMPLES the 1-epoch sample count.
 #include <benchmark/benchmark.h>
@@ -22,6 +24,7 @@
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/index_file.h"
 #include "gridfeed/order/dataset_builder.h"
+#include "gridfeed/order/numpy_random.h"
 #include "ratio_reporter.h"
 
 namespace {
@@ -155,6 +158,36 @@ void BM_Floor(benchmark::State& state, double epochs) {
   }
 }
 
+// The document-index shuffle's swap targets (numpy's masked draws from MT19937, one per
+// document) as the build draws them: MT19937 blocks generated with AVX2 where the CPU has it.
+// Next to the same draws on the portable path (same run), for the ratio.
+void Targets(benchmark::State& state, bool vector) {
+  const bool was = gridfeed::order::Mt19937::VectorGenerate();
+  gridfeed::order::Mt19937::SetVectorGenerateForTesting(vector);
+  const size_t n = static_cast<size_t>(NumDocuments());
+  uint32_t block[256];
+  for (auto _ : state) {
+    gridfeed::order::NumpyRandomState rng(1234);
+    uint64_t sum = 0;
+    for (size_t i = n; i > 1;) {
+      const size_t m = std::min<size_t>(256, i - 1);
+      rng.FillIntervals32(static_cast<uint32_t>(i - 1), block, m);
+      sum += block[m - 1];
+      i -= m;
+    }
+    benchmark::DoNotOptimize(sum);
+  }
+  state.counters["ns_per_target"] =
+      benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate |
+                                                     benchmark::Counter::kInvert);
+  state.counters["vector"] = gridfeed::order::Mt19937::VectorGenerate() ? 1 : 0;
+  gridfeed::order::Mt19937::SetVectorGenerateForTesting(was);
+}
+void BM_Targets(benchmark::State& state) { Targets(state, true); }
+void BM_TargetsPortable(benchmark::State& state) { Targets(state, false); }
+
+BENCHMARK(BM_Targets)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TargetsPortable)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Build, epochs1, 1.0)->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
 BENCHMARK_CAPTURE(BM_Floor, epochs1, 1.0)->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
 BENCHMARK_CAPTURE(BM_Build, epochs3, 3.0)->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
@@ -170,8 +203,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   benchmark::Initialize(&argc, argv);
-  gridfeed::bench::RatioReporter reporter(
-      std::vector<std::pair<std::string, std::string>>{{"BM_Build", "BM_Floor"}});
+  gridfeed::bench::RatioReporter reporter(std::vector<std::pair<std::string, std::string>>{
+      {"BM_Build", "BM_Floor"}, {"BM_Targets", "BM_TargetsPortable"}});
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;
