@@ -49,7 +49,11 @@ TEST(Properties, IntervalStaysInRange) {
 // Mt19937 gives std::mt19937's words on both of its paths (AVX2 where the CPU has it, and the
 // portable one), across many blocks, through operator() and through Pending/Take.
 TEST(Properties, Mt19937IsStdMt19937OnEveryPath) {
-  const bool vector = Mt19937::VectorGenerate();
+  // The path is process-wide: put it back however the test ends.
+  struct Restore {
+    bool vector = Mt19937::VectorGenerate();
+    ~Restore() { Mt19937::SetVectorGenerateForTesting(vector); }
+  } restore;
   for (const bool on : {false, true}) {
     Mt19937::SetVectorGenerateForTesting(on);
     for (uint32_t seed : {0u, 1u, 5489u, 0xffffffffu}) {
@@ -68,7 +72,6 @@ TEST(Properties, Mt19937IsStdMt19937OnEveryPath) {
       }
     }
   }
-  Mt19937::SetVectorGenerateForTesting(vector);
 }
 
 // Tables whose pages went back once written (gridfeed tables) keep their sizes, and refuse a

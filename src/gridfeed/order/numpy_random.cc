@@ -45,7 +45,8 @@ void GeneratePortable(uint32_t* state, uint32_t* out) {
 // Eight words at a time. Word k reads k + 1 (not yet twisted) and k + kMiddle (not yet twisted
 // below kWords - kMiddle, already twisted above: k + kMiddle - kWords < k - 8), as the loop one
 // word at a time does.
-__attribute__((target("avx2"))) void TwistEight(uint32_t* state, int k, int far) {
+__attribute__((target("avx2"), always_inline)) inline void TwistEight(uint32_t* state, int k,
+                                                                      int far) {
   const __m256i upper = _mm256_set1_epi32(static_cast<int>(kUpper));
   const __m256i lower = _mm256_set1_epi32(static_cast<int>(kLower));
   const __m256i one = _mm256_set1_epi32(1);

@@ -9,6 +9,8 @@
 #include <span>
 #include <vector>
 
+#include "gridfeed/core/check.h"
+
 namespace gridfeed::order {
 
 // MT19937 (the output of std::mt19937), generating and tempering 624 words at a time (with
@@ -28,7 +30,10 @@ class Mt19937 {
     if (pos_ == kN) Generate();
     return {out_ + pos_, static_cast<size_t>(kN - pos_)};
   }
-  void Take(size_t n) { pos_ += static_cast<int>(n); }
+  void Take(size_t n) {
+    GRIDFEED_CHECK(n <= static_cast<size_t>(kN - pos_));
+    pos_ += static_cast<int>(n);
+  }
 
   // Whether blocks are generated with AVX2; tests turn it off (and on only where supported)
   // to compare both with std::mt19937. Process-wide.
@@ -79,9 +84,15 @@ class NumpyRandomState {
       const size_t end = k + run;
       const uint32_t top = max + static_cast<uint32_t>(k);  // bound at draw j: top - j
       while (k < end) {
-        const uint32_t value = Next32() & mask;
-        out[k] = value;
-        k += value <= top - static_cast<uint32_t>(k) ? 1 : 0;
+        // A word gives at most one value, so end - k words cannot overshoot `end`.
+        const std::span<const uint32_t> words = mt_.Pending();
+        const size_t take = std::min(words.size(), end - k);
+        for (size_t j = 0; j < take; ++j) {
+          const uint32_t value = words[j] & mask;
+          out[k] = value;
+          k += value <= top - static_cast<uint32_t>(k) ? 1 : 0;
+        }
+        mt_.Take(take);
       }
       max = top - static_cast<uint32_t>(k);
     }
