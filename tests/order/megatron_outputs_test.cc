@@ -1,0 +1,63 @@
+// `gridfeed tables`' path: each dataset's tables go to the sink as soon as they are built, and
+// their pages go back as the sink writes them (the files then take those pages, not fresh ones).
+#include "gridfeed/order/megatron/megatron_outputs.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "testing/paths.h"
+
+namespace gridfeed::order {
+namespace {
+
+// Keeps a copy of each array, then says all of it is written, as a file writer would.
+class CopyingSink final : public ArraySink {
+ public:
+  Status Put(const OutputArray& a) override {
+    const auto* p = static_cast<const char*>(a.data);
+    copies[a.path].assign(p, p + a.size_bytes);
+    told_written[a.path] = static_cast<bool>(a.written);
+    if (a.written) a.written(a.size_bytes);
+    // The first whole page now reads zero: given back (an array starts on a page).
+    if (a.size_bytes >= 4096) {
+      released[a.path] = std::all_of(p, p + 4096, [](char c) { return c == 0; });
+    }
+    return Status::Ok();
+  }
+  std::map<std::string, std::vector<char>> copies;
+  std::map<std::string, bool> told_written, released;
+};
+
+TEST(MegatronTables, EachDatasetGoesToTheSinkAndItsPagesGoBackAsWritten) {
+  config::JobOptions o;
+  o.data.data_path = {gridfeed::testing::GoldenDir() + "/corpora/corpus_u16"};
+  o.data.split = "100,0,0";
+  o.data.seq_length = 64;
+  o.data.train_samples = "20000";  // many epochs: every table spans pages
+  o.data.valid_samples = "0";
+  o.data.test_samples = "0";
+  auto in_memory = MegatronTables(o, nullptr);
+  ASSERT_TRUE(in_memory.ok()) << in_memory.status().ToString();
+  CopyingSink sink;
+  auto early = MegatronTables(o, &sink);
+  ASSERT_TRUE(early.ok()) << early.status().ToString();
+  ASSERT_EQ(in_memory->arrays.size(), 3u);  // one dataset: its three tables
+  EXPECT_TRUE(early->arrays.empty());       // all went to the sink
+  for (const OutputArray& a : in_memory->arrays) {
+    SCOPED_TRACE(a.path);
+    ASSERT_EQ(sink.copies.count(a.path), 1u);
+    const auto* p = static_cast<const char*>(a.data);
+    EXPECT_EQ(sink.copies[a.path], std::vector<char>(p, p + a.size_bytes));
+    EXPECT_TRUE(sink.told_written[a.path]);
+    ASSERT_GE(a.size_bytes, 4096u);
+    EXPECT_TRUE(sink.released[a.path]);
+  }
+}
+
+}  // namespace
+}  // namespace gridfeed::order
