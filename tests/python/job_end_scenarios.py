@@ -294,6 +294,29 @@ def sys_exit_0_everywhere_after_close():
     sys.exit(0)
 
 
+class _FramedStderr:
+    """Stands in for sys.stderr: each write() call reaches fd 2 framed as <<...>>, so the test
+    sees how the text was cut into writes."""
+
+    def write(self, text):
+        os.write(2, f"<<{text}>>".encode())
+        return len(text)
+
+    def flush(self):
+        pass
+
+
+def traceback_in_one_write():
+    """Rank 1 raises. What it prints (gridfeed's line, the traceback) must be one write: when
+    ranks fail together, their small writes interleave in mpirun's output, cutting lines."""
+    f = feeder(global_batch_size=2 * WORLD.Get_size())
+    f.next()
+    if RANK == 1:
+        sys.stderr = _FramedStderr()
+        raise ValueError("boom on rank 1")
+    _others_keep_feeding(f)
+
+
 if __name__ == "__main__":
     with open(os.path.join(sys.argv[2], f"rank{RANK}.pid"), "w") as pid:
         pid.write(str(os.getpid()))

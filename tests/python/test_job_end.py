@@ -4,6 +4,7 @@ limit, so a hang is a failure (never a stuck CI). Also README's PP 2 example
 (docs/examples/train_pp.py), run as written. Not run under mpirun itself; run from
 tests/golden/megatron with PYTHONPATH naming the module (ctest does both)."""
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -107,6 +108,16 @@ def test_an_exception_in_a_with_block_on_one_rank_ends_the_job(pid_dir):
 def test_close_while_an_exception_unwinds_does_not_wait_for_peers(pid_dir):
     assert_aborted(scenario(2, "close_while_unwinding", pid_dir), "RuntimeError: boom on rank 1",
                    "gridfeed: error (rank 1 of 2): uncaught RuntimeError")
+
+
+def test_each_ranks_error_and_traceback_is_one_write(pid_dir):
+    rc, out, seconds = result = scenario(2, "traceback_in_one_write", pid_dir)
+    assert_aborted(result, within=40)
+    writes = [piece.split(">>")[0] for piece in out.split("<<")[1:]]
+    one = re.compile(r"gridfeed: error \(rank 1 of 2\): uncaught ValueError.*\n"
+                     r"Traceback \(most recent call last\):\n.*ValueError: boom on rank 1\n",
+                     re.DOTALL)
+    assert any(one.fullmatch(w) for w in writes), f"rank 1's error is not one write:\n{out}"
 
 
 def test_an_intercommunicator_is_refused_on_every_rank(pid_dir):

@@ -243,19 +243,37 @@ void InstallExceptHook(py::module_& m) {
         WorldOf(&rank, &size);
         py::module_ sys = py::module_::import("sys");
         const bool abort = size > 1;
+        // Before an abort, gridfeed's line and the traceback go out as one write: ranks failing
+        // together would otherwise interleave their many small writes in mpirun's output.
+        py::object stderr_stream = sys.attr("stderr");
+        py::object text;
         if (abort) {
           std::string name = "exception";
           if (py::hasattr(type, "__name__")) name = py::str(type.attr("__name__"));
-          sys.attr("stderr").attr("write")("gridfeed: error (rank " + std::to_string(rank) +
-                                           " of " + std::to_string(size) + "): uncaught " + name +
-                                           "; the job ends (MPI_Abort) after its traceback:\n");
+          text = py::module_::import("io").attr("StringIO")();
+          text.attr("write")("gridfeed: error (rank " + std::to_string(rank) + " of " +
+                             std::to_string(size) + "): uncaught " + name +
+                             "; the job ends (MPI_Abort) after its traceback:\n");
+          sys.attr("stderr") = text;
         }
         try {
           py::module_::import("gridfeed").attr("_previous_excepthook")(type, value, traceback);
         } catch (py::error_already_set& e) {
           // The chained hook failed: print the original the default way.
           PyErr_Clear();
-          sys.attr("__excepthook__")(type, value, traceback);
+          try {
+            sys.attr("__excepthook__")(type, value, traceback);
+          } catch (py::error_already_set&) {
+            PyErr_Clear();
+          }
+        }
+        if (abort) {
+          sys.attr("stderr") = stderr_stream;
+          try {
+            if (!stderr_stream.is_none()) stderr_stream.attr("write")(text.attr("getvalue")());
+          } catch (py::error_already_set&) {
+            PyErr_Clear();
+          }
         }
         for (const char* stream : {"stdout", "stderr"}) {
           try {
