@@ -28,7 +28,7 @@ constexpr int kTagHead = 701, kTagReady = 702, kTagImage = 703, kTagDigest = 704
 // A node's image as world rank 0 made it, or why it could not.
 struct MadeImage {
   Status status;
-  std::vector<std::byte> bytes;
+  PageArray<std::byte> bytes;  // uninitialised until written: no zero fill of fresh pages
   uint64_t digest = 0;
 };
 
@@ -198,26 +198,39 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
   if (!local.ok()) return local;  // agreed on every reader, before any node waits alone
 
   Stopwatch busy;
-  // World rank 0: node l's image, written and digested (on a thread of its own for l > 0).
-  auto make = [&](int l) -> MadeImage {
-    MadeImage out;
-    const std::vector<int> mine(keys.begin() + displs[l], keys.begin() + displs[l] + counts[l]);
+  // World rank 0: node l's producer, or the error naming the node.
+  auto producer_of = [&](int l, ImageProducer* out) -> Status {
     const std::string what = "node " + std::to_string(l) + "'s table image";
+    Status st;
     try {
+      const std::vector<int> mine(keys.begin() + displs[l], keys.begin() + displs[l] + counts[l]);
       Result<ImageProducer> r = producer.per_node(l, mine);
-      if (!r.ok()) {
-        out.status = r.status();
+      if (r.ok()) {
+        *out = std::move(r).value();
       } else {
-        out.bytes.resize(r->size);  // 16-byte aligned
-        r->write(out.bytes.data());
-        out.digest = digest(out.bytes);
+        st = r.status();
       }
     } catch (const std::bad_alloc&) {
-      out.status = Internal("out of memory while making " + what);
+      st = Internal("out of memory while making " + what);
     } catch (const std::exception& e) {
-      out.status = Internal("while making " + what + ": " + e.what());
+      st = Internal("while making " + what + ": " + e.what());
     }
-    if (!out.status.ok()) out.status = out.status.WithContext(what);
+    return st.ok() ? st : st.WithContext(what);
+  };
+  // Node l's image, written and digested (l > 0, on a thread of its own).
+  auto make = [&](int l) -> MadeImage {
+    MadeImage out;
+    ImageProducer p;
+    out.status = producer_of(l, &p);
+    if (!out.status.ok()) return out;
+    try {
+      out.bytes = PageArray<std::byte>(p.size);  // 2 MiB aligned
+      p.write(out.bytes.data());
+      out.digest = digest(out.bytes);
+    } catch (const std::bad_alloc&) {
+      out.status =
+          Internal("out of memory while making node " + std::to_string(l) + "'s table image");
+    }
     return out;
   };
   // The other nodes' images are made ahead on up to max_ahead threads (as many images held).
@@ -234,12 +247,11 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
   // Every node: its size (head[0] = 1 when made), its window, then the bytes.
   uint64_t head[2] = {0, 0}, expected = 0;
   std::byte* base = nullptr;
-  MadeImage own;
+  ImageProducer own;  // world rank 0's node: written straight into its window
   if (world0) {
-    own = make(0);
-    made = own.status;
+    made = producer_of(0, &own);
     head[0] = made.ok() ? 1 : 0;
-    head[1] = own.bytes.size();
+    head[1] = made.ok() ? own.size : 0;
   } else if (node_rank_ == 0) {
     local = SleepyReceiveBytes(leaders_comm_, 0, kTagHead, BytesOf(head, 2));
     if (local.ok() && NodeNumber(grid, nodes) == nodes.fail_receive_node) {
@@ -264,10 +276,14 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
   const bool allocated = local.ok();
   if (world0) {
     if (local.ok()) {
-      std::memcpy(base, own.bytes.data(), own.bytes.size());
-      expected = own.digest;
+      try {
+        own.write(base);
+        expected = digest(std::span<const std::byte>(base, head[1]));
+      } catch (const std::exception& e) {  // the node's peers learn it in FinishNode
+        local = Internal(std::string("while writing node 0's table image: ") + e.what());
+      }
     }
-    own = MadeImage();
+    own = ImageProducer();
     for (int l = 1; l < num_nodes_; ++l) {
       MadeImage p = ahead.front().get();
       ahead.pop_front();
@@ -304,8 +320,9 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
     }
     if (!got.ok()) EndJob(grid, "exchange with world rank 0", got);
   }
+  // World rank 0's digest was taken of its very window: its leader check is skipped.
   return FinishNode(grid, digest, nodes, base, head[1], expected, local,
-                    /*digest_is_of_window=*/false);
+                    /*digest_is_of_window=*/world0);
 }
 
 // Collective over the readers (every reader, whatever `local` says): the leader checks its
