@@ -317,6 +317,17 @@ def traceback_in_one_write():
     _others_keep_feeding(f)
 
 
+def traceback_with_stderr_none():
+    """Rank 1 raises with sys.stderr set to None (as under pythonw or a closed console): the
+    line and the traceback still reach file descriptor 2, and the job still ends."""
+    f = feeder(global_batch_size=2 * WORLD.Get_size())
+    f.next()
+    if RANK == 1:
+        sys.stderr = None
+        raise ValueError("boom on rank 1")
+    _others_keep_feeding(f)
+
+
 if __name__ == "__main__":
     with open(os.path.join(sys.argv[2], f"rank{RANK}.pid"), "w") as pid:
         pid.write(str(os.getpid()))

@@ -120,6 +120,38 @@ def test_each_ranks_error_and_traceback_is_one_write(pid_dir):
     assert any(one.fullmatch(w) for w in writes), f"rank 1's error is not one write:\n{out}"
 
 
+def test_with_sys_stderr_none_the_error_still_reaches_fd_2_and_ends_the_job(pid_dir):
+    assert_aborted(scenario(2, "traceback_with_stderr_none", pid_dir),
+                   "gridfeed: error (rank 1 of 2): uncaught ValueError",
+                   "ValueError: boom on rank 1", within=40)
+
+
+USER_HOOK = """
+import os, sys
+def hook(kind, value, tb):  # needs the real stream: its bytes buffer and encoding
+    sys.stderr.buffer.write(("USER HOOK: %s\\n" % value).encode(sys.stderr.encoding))
+    sys.stderr.flush()
+sys.excepthook = hook
+from mpi4py import MPI
+import gridfeed
+rank = MPI.COMM_WORLD.Get_rank()
+with open(os.path.join(sys.argv[1], "rank%d.pid" % rank), "w") as pid:
+    pid.write(str(os.getpid()))
+if rank == 1:
+    raise ValueError("boom on rank 1")
+MPI.COMM_WORLD.Barrier()
+"""
+
+
+def test_a_users_own_excepthook_prints_on_the_real_stream_before_the_abort(pid_dir):
+    script = os.path.join(pid_dir, "user_hook.py")
+    with open(script, "w") as f:
+        f.write(USER_HOOK)
+    assert_aborted(Job(2, [script, pid_dir], pid_dir).wait(60),
+                   "gridfeed: error (rank 1 of 2): uncaught ValueError",
+                   "USER HOOK: boom on rank 1", within=40)
+
+
 def test_an_intercommunicator_is_refused_on_every_rank(pid_dir):
     assert_ok(scenario(4, "intercommunicator", pid_dir, timeout=60))
 

@@ -2,13 +2,16 @@
 
 #include <mpi.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 #include <thread>
 
 namespace gridfeed::python {
@@ -233,6 +236,29 @@ InterruptWatch::~InterruptWatch() {
 
 bool InterruptWatch::interrupted() const { return g_sigints.load() > start_count_; }
 
+namespace {
+
+// `text` in one write to sys.stderr, or to file descriptor 2 where sys.stderr is None or fails.
+void WriteToStderr(const std::string& text) {
+  try {
+    py::object stream = py::module_::import("sys").attr("stderr");
+    if (!stream.is_none()) {
+      stream.attr("write")(text);
+      return;
+    }
+  } catch (py::error_already_set&) {
+    PyErr_Clear();
+  }
+  for (size_t at = 0; at < text.size();) {
+    const ssize_t n = ::write(2, text.data() + at, text.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    at += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
 void InstallExceptHook(py::module_& m) {
   py::module_ sys = py::module_::import("sys");
   m.attr("_previous_excepthook") = sys.attr("excepthook");
@@ -242,37 +268,41 @@ void InstallExceptHook(py::module_& m) {
         int rank = 0, size = 0;
         WorldOf(&rank, &size);
         py::module_ sys = py::module_::import("sys");
+        py::object previous = py::module_::import("gridfeed").attr("_previous_excepthook");
         const bool abort = size > 1;
-        // Before an abort, gridfeed's line and the traceback go out as one write: ranks failing
-        // together would otherwise interleave their many small writes in mpirun's output.
-        py::object stderr_stream = sys.attr("stderr");
-        py::object text;
+        std::string header;
         if (abort) {
           std::string name = "exception";
           if (py::hasattr(type, "__name__")) name = py::str(type.attr("__name__"));
-          text = py::module_::import("io").attr("StringIO")();
-          text.attr("write")("gridfeed: error (rank " + std::to_string(rank) + " of " +
-                             std::to_string(size) + "): uncaught " + name +
-                             "; the job ends (MPI_Abort) after its traceback:\n");
-          sys.attr("stderr") = text;
+          header = "gridfeed: error (rank " + std::to_string(rank) + " of " + std::to_string(size) +
+                   "): uncaught " + name + "; the job ends (MPI_Abort) after its traceback:\n";
         }
-        try {
-          py::module_::import("gridfeed").attr("_previous_excepthook")(type, value, traceback);
-        } catch (py::error_already_set& e) {
-          // The chained hook failed: print the original the default way.
-          PyErr_Clear();
+        // Under Python's own hook, the line and the traceback go out as one write: ranks
+        // failing together would otherwise interleave its many small writes in mpirun's
+        // output. A hook of the user's prints its own way, on the real stream, after the line.
+        bool printed = false;
+        if (abort && previous.is(sys.attr("__excepthook__"))) {
           try {
-            sys.attr("__excepthook__")(type, value, traceback);
+            py::object lines =
+                py::module_::import("traceback").attr("format_exception")(type, value, traceback);
+            WriteToStderr(header + py::str("").attr("join")(lines).cast<std::string>());
+            printed = true;
           } catch (py::error_already_set&) {
-            PyErr_Clear();
+            PyErr_Clear();  // e.g. text that is not UTF-8: printed the usual way below
           }
         }
-        if (abort) {
-          sys.attr("stderr") = stderr_stream;
+        if (!printed) {
+          if (abort) WriteToStderr(header);
           try {
-            if (!stderr_stream.is_none()) stderr_stream.attr("write")(text.attr("getvalue")());
+            previous(type, value, traceback);
           } catch (py::error_already_set&) {
+            // The chained hook failed: print the original the default way.
             PyErr_Clear();
+            try {
+              sys.attr("__excepthook__")(type, value, traceback);
+            } catch (py::error_already_set&) {
+              PyErr_Clear();
+            }
           }
         }
         for (const char* stream : {"stdout", "stderr"}) {
