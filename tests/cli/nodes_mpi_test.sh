@@ -44,11 +44,11 @@ done
 [ "$(ls "$WORK/real" | wc -l)" -eq 8 ] || fail "expected 8 rank dumps"
 
 # 2. A corrupted image on one simulated node's leader: node 1 of 2 x 4 (leader world rank 4),
-#    node 0 of 2 x 4 with the whole order on each node (world rank 0's own window, whose
-#    digest it took itself: checked again only when a test corrupts it),
+#    node 0 of 2 x 4 with the whole order on each node and with node images (world rank 0's
+#    own window, whose digest it took itself: checked again only when a test corrupts it),
 #    node 3 of 4 x 2 (leader world rank 6). Every rank ends with the same error naming the
 #    digest mismatch and the leader; the job ends non-zero well within the timeout.
-for case in "4 1 4 auto" "4 0 0 full" "2 3 6 auto"; do
+for case in "4 1 4 auto" "4 0 0 full" "4 0 0 reads" "2 3 6 auto"; do
   read -r per node leader window <<< "$case"
   start=$(date +%s)
   set +e

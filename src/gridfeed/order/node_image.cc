@@ -35,7 +35,7 @@ void Append(const GptTablesView& whole, int64_t j, bool first_doc32, HeldSource*
 bool Reserve(const GptTablesView& whole, int64_t count, HeldSource* h) {
   const auto samples = std::max<int64_t>(whole.num_samples(), 1);
   const auto all_docs = static_cast<int64_t>(whole.document_index.size()) + samples;
-  const int64_t docs = std::min(all_docs, count * (all_docs / samples + 1) + 1024);
+  const int64_t docs = std::min(all_docs, count * ((all_docs + samples - 1) / samples + 1) + 1024);
   h->document_index.reserve(static_cast<size_t>(docs));
   h->start_offset.reserve(static_cast<size_t>(count));
   h->end_offset.reserve(static_cast<size_t>(count));

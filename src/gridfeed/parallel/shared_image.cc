@@ -220,6 +220,7 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
   // Node l's image, written and digested (l > 0, on a thread of its own).
   auto make = [&](int l) -> MadeImage {
     MadeImage out;
+    const std::string what = "node " + std::to_string(l) + "'s table image";
     ImageProducer p;
     out.status = producer_of(l, &p);
     if (!out.status.ok()) return out;
@@ -228,9 +229,11 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
       p.write(out.bytes.data());
       out.digest = digest(out.bytes);
     } catch (const std::bad_alloc&) {
-      out.status =
-          Internal("out of memory while making node " + std::to_string(l) + "'s table image");
+      out.status = Internal("out of memory while making " + what);
+    } catch (const std::exception& e) {
+      out.status = Internal("while making " + what + ": " + e.what());
     }
+    if (!out.status.ok()) out.status = out.status.WithContext(what);
     return out;
   };
   // The other nodes' images are made ahead on up to max_ahead threads (as many images held).
@@ -279,7 +282,7 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
       try {
         own.write(base);
         expected = digest(std::span<const std::byte>(base, head[1]));
-      } catch (const std::exception& e) {  // the node's peers learn it in FinishNode
+      } catch (const std::exception& e) {  // every rank learns it in Distribute's agreement
         local = Internal(std::string("while writing node 0's table image: ") + e.what());
       }
     }
