@@ -175,15 +175,16 @@ Status RunVerify(const AuditArgs& a) {
     for (const auto& s : report.streams) {
       const auto k = static_cast<size_t>(s.source);
       streams += " " + (k < names.size() ? names[k] : std::to_string(k)) +
-                 (s.seq_length ? " at " + std::to_string(s.seq_length) + " tokens" : "") + " [0, " +
-                 std::to_string(s.samples) + ")";
+                 (s.seq_length ? " at " + std::to_string(s.seq_length) + " tokens" : "") + " [" +
+                 std::to_string(s.first) + ", " + std::to_string(s.first + s.samples) + ")";
     }
   }
   std::printf(
       "verify: %lld records match the recomputation from the ledger's own configuration "
-      "(fingerprint %s)%s%s; global positions [0, %lld) consumed exactly once%s\n",
+      "(fingerprint %s)%s%s; global positions [%lld, %lld) consumed exactly once%s\n",
       static_cast<long long>(report.records), ledger.fingerprint.c_str(), schedules.c_str(), when,
-      static_cast<long long>(report.consumed), streams.c_str());
+      static_cast<long long>(report.first_position),
+      static_cast<long long>(report.first_position + report.consumed), streams.c_str());
   return Status::Ok();
 }
 

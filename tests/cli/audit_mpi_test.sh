@@ -27,6 +27,15 @@ mpirun -n 2 --oversubscribe "$GRIDFEED" run "${F[@]}" --train-iters 10 --resume 
 "$GRIDFEED" audit verify --ledger "$WORK/ledger" 2>/dev/null | tee "$WORK/verify.out"
 grep -q "positions \[0, 80) consumed exactly once" "$WORK/verify.out" || fail "verify"
 
+# A run started with --consumed-samples 16 (no checkpoint): verify proves the positions from 16
+# on, where the run began, not from 0.
+mpirun -n 2 --oversubscribe "$GRIDFEED" run "${F[@]}" --train-iters 3 --consumed-samples 16 \
+  --ledger "$WORK/ledger16" > "$WORK/c.out" 2>&1 || { cat "$WORK/c.out"; fail "run from 16"; }
+"$GRIDFEED" audit verify --ledger "$WORK/ledger16" > "$WORK/verify16.out" 2>&1 ||
+  { cat "$WORK/verify16.out"; fail "verify of a run started at 16"; }
+grep -q "positions \[16, 40) consumed exactly once" "$WORK/verify16.out" ||
+  { cat "$WORK/verify16.out"; fail "verify from 16"; }
+
 # replay reproduces the positions the resumed ranks received.
 "$GRIDFEED" audit replay --ledger "$WORK/ledger" --steps 4:10 --data-parallel-size 2 --micro-batch-size 2 --global-batch-size 8 \
   --out "$WORK/replay" > /dev/null 2>&1

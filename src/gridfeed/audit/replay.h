@@ -92,15 +92,18 @@ class Replay {
 struct VerifyReport {
   bool ok = false;
   int64_t records = 0;
-  int64_t consumed = 0;           // positions [0, consumed) covered exactly once
+  int64_t first_position = 0;     // where the ledger's first run began
+  int64_t consumed = 0;           // positions [first_position, + consumed) covered exactly once
   bool exactly_once = true;       // false for cyclic orders (positions repeat every epoch)
   bool schedule_checked = false;  // who read what when (ledger version 2)
   int64_t schedules = 1;          // configurations checked (amended mixture schedules: > 1)
   // Mixture schedules: each stream (a source; per seq length when stages set their own) whose
-  // samples [0, samples) were each read exactly once, by source then length.
+  // samples [first, first + samples) were each read exactly once, by source then length
+  // (first is 0 unless the ledger began past position 0).
   struct Stream {
     int64_t source = 0;
     int64_t seq_length = 0;  // 0: the run has one length
+    int64_t first = 0;
     int64_t samples = 0;
   };
   std::vector<Stream> streams;

@@ -207,6 +207,14 @@ Result<VerifyReport> Verify(const Ledger& ledger) {
     report.ok = true;
     return report;
   }
+  // The proof covers the positions from where the ledger's first run began (--consumed-samples
+  // or a checkpoint's cursor; 0 for a ledger without segments).
+  int64_t first = 0;
+  if (!ledger.segments.empty()) {
+    first = ledger.segments.front().start_consumed;
+    for (const auto& seg : ledger.segments) first = std::min(first, seg.start_consumed);
+  }
+  report.first_position = first;
   std::sort(positions.begin(), positions.end());
   for (size_t i = 0; i < positions.size(); ++i) {
     if (i > 0 && positions[i] == positions[i - 1]) {
@@ -214,8 +222,8 @@ Result<VerifyReport> Verify(const Ledger& ledger) {
           "position " + std::to_string(positions[i]) + " was consumed more than once";
       return report;
     }
-    if (positions[i] != static_cast<int64_t>(i)) {
-      report.first_difference = "position " + std::to_string(i) +
+    if (positions[i] != first + static_cast<int64_t>(i)) {
+      report.first_difference = "position " + std::to_string(first + static_cast<int64_t>(i)) +
                                 " was never consumed (the next recorded is " +
                                 std::to_string(positions[i]) + ")";
       return report;
@@ -223,11 +231,13 @@ Result<VerifyReport> Verify(const Ledger& ledger) {
   }
   report.consumed = static_cast<int64_t>(positions.size());
   // Each source's stream (its Megatron tables, the same under every schedule as the records
-  // above show): samples [0, n) each read once.
+  // above show): samples [0, n) each read once; from the first read where the ledger began
+  // past position 0 (the records above were each checked against the order).
   const auto names = replay->view().Sources(order::Split::kTrain);
   for (auto& [key, v] : streams) {
     const auto k = static_cast<size_t>(key.first);
     std::sort(v.begin(), v.end());
+    const int64_t base = first > 0 && !v.empty() ? v.front() : 0;
     const std::string name =
         (k < names.size() ? names[k].name : std::to_string(k)) +
         (lengths.uniform() ? "" : "' at seq length '" + std::to_string(key.second));
@@ -237,15 +247,15 @@ Result<VerifyReport> Verify(const Ledger& ledger) {
                                   " of its stream was read more than once";
         return report;
       }
-      if (v[j] != static_cast<int64_t>(j)) {
-        report.first_difference = "source '" + name + "': sample " + std::to_string(j) +
-                                  " of its stream was never read (the next recorded is " +
-                                  std::to_string(v[j]) + ")";
+      if (v[j] != base + static_cast<int64_t>(j)) {
+        report.first_difference =
+            "source '" + name + "': sample " + std::to_string(base + static_cast<int64_t>(j)) +
+            " of its stream was never read (the next recorded is " + std::to_string(v[j]) + ")";
         return report;
       }
     }
     report.streams.push_back(
-        {key.first, lengths.uniform() ? 0 : key.second, static_cast<int64_t>(v.size())});
+        {key.first, lengths.uniform() ? 0 : key.second, base, static_cast<int64_t>(v.size())});
   }
   report.ok = true;
   return report;
