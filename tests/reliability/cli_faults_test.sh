@@ -55,7 +55,12 @@ refused positions "beyond the split" "$GRIDFEED" samples "${D[@]}" \
   || { cat "$WORK/replay.out"; fail "replay of a huge step range"; }
 
 # A split string and a split name stay apart.
-refused split_name "--split" "$GRIDFEED" samples "${D[@]}" --split valid --positions 0 --out "$WORK/s"
+refused split_name "the split a command reads is --split-name" "$GRIDFEED" samples "${D[@]}" \
+  --split valid --positions 0 --out "$WORK/s"
+# The .bin or .idx file named where the prefix belongs: the message gives the prefix.
+refused bin_as_prefix "a data path is a prefix, without .bin or .idx: 'corpora/corpus_u16'" \
+  "$GRIDFEED" tables --data-path corpora/corpus_u16.bin --split 100,0,0 --seq-length 64 \
+  --train-samples 10 --out "$WORK/t"
 printf 'data-path: [corpora/corpus_u16]\nsplit: "90,10,0"\nseq-length: 64\ntrain-samples: 300\nvalid-samples: 20\n' \
   > "$WORK/c.yaml"
 "${T[@]}" "$GRIDFEED" samples --config "$WORK/c.yaml" --split-name valid --positions 0:2 \

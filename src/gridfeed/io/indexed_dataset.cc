@@ -83,7 +83,19 @@ Result<IndexedDataset> IndexedDataset::Open(const std::string& prefix, bool mult
   ds.multimodal_ = multimodal;
   const std::string idx_path = prefix + ".idx";
   const std::string bin_path = prefix + ".bin";
-  GRIDFEED_ASSIGN_OR_RETURN(ds.idx_, MMapFile::Open(idx_path));
+  auto idx = MMapFile::Open(idx_path);
+  if (!idx.ok()) {
+    // A common slip: the .bin or .idx file named where the prefix belongs.
+    for (const char* suffix : {".bin", ".idx"}) {
+      if (prefix.size() > 4 && prefix.ends_with(suffix)) {
+        return Status(idx.status().code(),
+                      idx.status().message() + " (a data path is a prefix, without .bin or " +
+                          ".idx: '" + prefix.substr(0, prefix.size() - 4) + "')");
+      }
+    }
+    return idx.status();
+  }
+  ds.idx_ = std::move(idx).value();
   if (check == IndexCheck::kFull) {
     GRIDFEED_ASSIGN_OR_RETURN(ds.view_, ds.ParseFully(multimodal, digest));
   } else {  // a few bytes only

@@ -176,6 +176,10 @@ Result<SplitMatrix> SplitMatrixOf(const std::string& split, std::vector<std::str
   if (split.empty()) {
     warnings->push_back("no --split given: using Megatron's legacy default \"969, 30, 1\"");
   }
+  if (text.find_first_of("0123456789") == std::string::npos) {
+    return InvalidArgument("--split '" + text + "' holds no number: it takes the splits' " +
+                           "weights, such as 98,2,0 (the split a command reads is --split-name)");
+  }
   GRIDFEED_ASSIGN_OR_RETURN(auto vec, ParseAndNormalizeSplit(text));
   if (!std::isfinite(vec[0]) || !std::isfinite(vec[1]) || !std::isfinite(vec[2])) {
     return InvalidArgument("--split '" + text + "' sums to 0; give at least one positive part");
