@@ -286,7 +286,8 @@ def test_no_checkpoint_counts_a_micro_batch_that_was_not_delivered(job, tmp_path
 def test_errors_are_their_classes(job):
     with pytest.raises(gridfeed.NotFound, match="corpora/absent"):
         open_feeder(job, data_path=["corpora/absent"])
-    with pytest.raises(gridfeed.InvalidArgument, match="unknown keyword 'micro_batch'"):
+    with pytest.raises(gridfeed.InvalidArgument,
+                       match=r"unknown keyword 'micro_batch' \(did you mean 'micro_batch_size'\?\)"):
         open_feeder(job, micro_batch=3)
     with pytest.raises(gridfeed.InvalidArgument, match="--global-batch-size"):
         open_feeder(job, global_batch_size=3)

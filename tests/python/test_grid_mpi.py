@@ -87,7 +87,8 @@ def test_an_unknown_keyword_on_one_rank_is_the_same_error_everywhere(job):
     extra = {"sead": 5} if WORLD.Get_rank() == 5 else {}
     errors = error_everywhere(lambda: open_feeder(job, **extra))
     assert errors[0] == ("InvalidArgument", "rank 5: gridfeed.Feeder: unknown keyword 'sead' "
-                         "(gridfeed.option_table() lists the options)"), errors[0]
+                         "(did you mean 'seed'?) (gridfeed.option_table() lists the options)"), \
+        errors[0]
     assert all(e == errors[0] for e in errors), errors
 
 

@@ -9,6 +9,7 @@
 
 #include "gridfeed/config/data_args.h"
 #include "gridfeed/config/flags.h"
+#include "gridfeed/core/nearest_name.h"
 
 namespace gridfeed::python {
 namespace py = pybind11;
@@ -212,8 +213,18 @@ Result<config::JobOptions> OptionsFromKwargs(const char* function, const py::kwa
     }
     const config::OptionRow* row = config::FindRow(name);
     if (row == nullptr) {
-      return InvalidArgument(fn + ": unknown keyword '" + py::str(key_handle).cast<std::string>() +
-                             "' (gridfeed.option_table() lists the options)");
+      std::vector<std::string> known;  // this function's keywords, as Python spells them
+      for (const config::OptionRow& r : config::OptionTable()) {
+        if (!groups.Has(r.group)) continue;
+        std::string k = r.name;
+        for (char& c : k) {
+          if (c == '-') c = '_';
+        }
+        known.push_back(std::move(k));
+      }
+      const std::string given = py::str(key_handle);
+      return InvalidArgument(fn + ": unknown keyword '" + given + "'" + DidYouMean(given, known) +
+                             " (gridfeed.option_table() lists the options)");
     }
     if (!groups.Has(row->group)) {
       return InvalidArgument(fn + ": keyword '" + key + "' (" + row->flag() +
