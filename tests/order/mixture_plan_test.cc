@@ -220,6 +220,11 @@ TEST(ShardPlan, HundredShardsOnThirtyTwoConsumers) {
   ASSERT_TRUE(even.ok());
   EXPECT_EQ(even->utilisation, 1.0);
   EXPECT_EQ(even->duplicates, 0);
+  // An even plan says so, rather than "32 read 4, 0 read 4" and "128 and 128".
+  const std::string text = ShardPlanText(*even);
+  EXPECT_NE(text.find("load: each of the 32 consumers reads 4 shards"), std::string::npos) << text;
+  EXPECT_NE(text.find("128 shards divide evenly"), std::string::npos) << text;
+  EXPECT_EQ(text.find(", 0 read"), std::string::npos) << text;
   EXPECT_FALSE(PlanShards(0, 8, 4).ok());
 }
 

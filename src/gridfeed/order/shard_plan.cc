@@ -34,25 +34,33 @@ Result<ShardPlan> PlanShards(int64_t shards, int64_t ranks, int64_t workers) {
 }
 
 std::string ShardPlanText(const ShardPlan& p) {
+  const auto ll = [](int64_t v) { return static_cast<long long>(v); };
+  const bool even = p.high_load == p.low_load;
+  char load[256], counts[128];
+  if (even) {
+    std::snprintf(load, sizeof(load), "each of the %lld consumers reads %lld shards",
+                  ll(p.consumers), ll(p.high_load));
+    std::snprintf(counts, sizeof(counts), "%lld shards divide evenly", ll(p.shards));
+  } else {
+    std::snprintf(load, sizeof(load), "%lld consumers read %lld shards, %lld read %lld",
+                  ll(p.consumers_high), ll(p.high_load), ll(p.consumers - p.consumers_high),
+                  ll(p.low_load));
+    std::snprintf(counts, sizeof(counts), "shard counts that divide evenly: %lld and %lld",
+                  ll(p.even_below), ll(p.even_above));
+  }
   char b[1024];
-  std::snprintf(
-      b, sizeof(b),
-      "shard plan: %lld shards on %lld consumers (%lld ranks x %lld workers)\n"
-      "  load: %lld consumers read %lld shards, %lld read %lld\n"
-      "  utilisation (mean / largest load): %.1f%%\n"
-      "  pad by repetition to %lld each: %lld shard reads, %lld duplicates (%.1f%% of the data)\n"
-      "  truncate to %lld each: %lld shards dropped (%.1f%% never read per epoch)\n"
-      "  shard counts that divide evenly: %lld and %lld\n",
-      static_cast<long long>(p.shards), static_cast<long long>(p.consumers),
-      static_cast<long long>(p.ranks), static_cast<long long>(p.workers),
-      static_cast<long long>(p.consumers_high), static_cast<long long>(p.high_load),
-      static_cast<long long>(p.consumers -
-                             (p.high_load == p.low_load ? p.consumers : p.consumers_high)),
-      static_cast<long long>(p.low_load), 100 * p.utilisation, static_cast<long long>(p.high_load),
-      static_cast<long long>(p.padded_total), static_cast<long long>(p.duplicates),
-      100 * p.duplicate_rate, static_cast<long long>(p.low_load), static_cast<long long>(p.dropped),
-      100 * static_cast<double>(p.dropped) / static_cast<double>(p.shards),
-      static_cast<long long>(p.even_below), static_cast<long long>(p.even_above));
+  std::snprintf(b, sizeof(b),
+                "shard plan: %lld shards on %lld consumers (%lld ranks x %lld workers)\n"
+                "  load: %s\n"
+                "  utilisation (mean / largest load): %.1f%%\n"
+                "  pad by repetition to %lld each: %lld shard reads, %lld duplicates (%.1f%% of "
+                "the data)\n"
+                "  truncate to %lld each: %lld shards dropped (%.1f%% never read per epoch)\n"
+                "  %s\n",
+                ll(p.shards), ll(p.consumers), ll(p.ranks), ll(p.workers), load,
+                100 * p.utilisation, ll(p.high_load), ll(p.padded_total), ll(p.duplicates),
+                100 * p.duplicate_rate, ll(p.low_load), ll(p.dropped),
+                100 * static_cast<double>(p.dropped) / static_cast<double>(p.shards), counts);
   return b;
 }
 
