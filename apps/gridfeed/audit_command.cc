@@ -30,6 +30,7 @@ struct AuditArgs {
   std::string out;
   int64_t until = -1;
   int64_t window = 100;
+  int64_t from = 0;
   bool json = false;
   std::string plot;
 };
@@ -141,7 +142,7 @@ std::vector<std::string> SourceNames(const audit::Ledger& ledger) {
 
 Status RunVerify(const AuditArgs& a) {
   GRIDFEED_ASSIGN_OR_RETURN(auto ledger, audit::ReadLedger(a.ledger));
-  GRIDFEED_ASSIGN_OR_RETURN(auto report, audit::Verify(ledger));
+  GRIDFEED_ASSIGN_OR_RETURN(auto report, audit::Verify(ledger, a.from));
   if (!report.ok) {
     return DataLoss("ledger '" + a.ledger + "' does not match its configuration after " +
                     std::to_string(report.records) + " records: " + report.first_difference);
@@ -297,6 +298,11 @@ Runner RegisterAudit(CLI::App& app) {
   replay->add_option("--out", a->out, "Write DIR/dp_rank<r>/{sample_indices.npy,records.tsv}");
   CLI::App* verify = audit->add_subcommand("verify", "Check a ledger against its configuration");
   verify->add_option("--ledger", a->ledger)->required();
+  verify
+      ->add_option("--from", a->from,
+                   "The position the proof starts at: where the ledger's first run began "
+                   "(its --consumed-samples, or the cursor a new ledger resumed at)")
+      ->check(CLI::NonNegativeNumber);
   CLI::App* accounting = audit->add_subcommand("accounting", "Per-source consumption");
   accounting->add_option("--ledger", a->ledger)->required();
   accounting->add_option("--until-step", a->until, "Count iterations before this one");

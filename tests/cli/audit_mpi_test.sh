@@ -28,13 +28,30 @@ mpirun -n 2 --oversubscribe "$GRIDFEED" run "${F[@]}" --train-iters 10 --resume 
 grep -q "positions \[0, 80) consumed exactly once" "$WORK/verify.out" || fail "verify"
 
 # A run started with --consumed-samples 16 (no checkpoint): verify proves the positions from 16
-# on, where the run began, not from 0.
+# on when told so (--from 16); without it, it names where the ledger begins and fails, and so it
+# does for a ledger cut at its front with its segment lines raised to match.
 mpirun -n 2 --oversubscribe "$GRIDFEED" run "${F[@]}" --train-iters 3 --consumed-samples 16 \
   --ledger "$WORK/ledger16" > "$WORK/c.out" 2>&1 || { cat "$WORK/c.out"; fail "run from 16"; }
-"$GRIDFEED" audit verify --ledger "$WORK/ledger16" > "$WORK/verify16.out" 2>&1 ||
+"$GRIDFEED" audit verify --ledger "$WORK/ledger16" --from 16 > "$WORK/verify16.out" 2>&1 ||
   { cat "$WORK/verify16.out"; fail "verify of a run started at 16"; }
 grep -q "positions \[16, 40) consumed exactly once" "$WORK/verify16.out" ||
   { cat "$WORK/verify16.out"; fail "verify from 16"; }
+if "$GRIDFEED" audit verify --ledger "$WORK/ledger16" > "$WORK/verify16b.out" 2>&1; then
+  fail "verify from 0 of a ledger that begins at 16 passed"
+fi
+grep -q "the ledger begins at position 16 .*give --from 16" "$WORK/verify16b.out" ||
+  { cat "$WORK/verify16b.out"; fail "no 'begins at position 16'"; }
+cp -r "$WORK/ledger16" "$WORK/cut16"
+for f in "$WORK"/cut16/dp*.tsv; do  # drop its first iteration (2: 16 / 8), raise the segment
+  awk -F'\t' '/^#/ || $1 != 2' "$f" | sed 's/start_consumed=16/start_consumed=24/' > "$f.new"
+  mv "$f.new" "$f"
+done
+[ "$(grep -c . "$WORK/cut16/dp0.tsv")" -lt "$(grep -c . "$WORK/ledger16/dp0.tsv")" ] ||
+  fail "the cut removed no record"
+if "$GRIDFEED" audit verify --ledger "$WORK/cut16" --from 16 > "$WORK/cut16.out" 2>&1; then
+  fail "a ledger cut at its front passed"
+fi
+grep -q "the ledger begins at position 24" "$WORK/cut16.out" || { cat "$WORK/cut16.out"; fail "cut"; }
 
 # replay reproduces the positions the resumed ranks received.
 "$GRIDFEED" audit replay --ledger "$WORK/ledger" --steps 4:10 --data-parallel-size 2 --micro-batch-size 2 --global-batch-size 8 \

@@ -118,8 +118,10 @@ struct VerifyReport {
 // run was under the schedule in force at the position; then that every global position up to
 // the cursor was read exactly once and, for mixture schedules, that each source's stream
 // samples [0, n) were read exactly once. A ledger without records proves nothing and is
-// reported as such.
-Result<VerifyReport> Verify(const Ledger& ledger);
+// reported as such. The proof starts at position `from`: a ledger whose first run began
+// elsewhere (a version-2 ledger's segments say where; --consumed-samples or a resume into a
+// new ledger) fails, naming where it begins, as nothing else in it says where it should.
+Result<VerifyReport> Verify(const Ledger& ledger, int64_t from = 0);
 
 struct SourceAccount {
   std::string prefix;

@@ -86,7 +86,7 @@ std::string CheckSchedule(const Ledger& ledger, const Replay& replay) {
 
 }  // namespace
 
-Result<VerifyReport> Verify(const Ledger& ledger) {
+Result<VerifyReport> Verify(const Ledger& ledger, int64_t from) {
   GRIDFEED_ASSIGN_OR_RETURN(const config::JobOptions o, LedgerOptions(ledger));
   VerifyReport report;
   std::vector<Ledger::Schedule> all = ledger.schedules;
@@ -207,12 +207,23 @@ Result<VerifyReport> Verify(const Ledger& ledger) {
     report.ok = true;
     return report;
   }
-  // The proof covers the positions from where the ledger's first run began (--consumed-samples
-  // or a checkpoint's cursor; 0 for a ledger without segments).
+  // Where the ledger's first run began (--consumed-samples or a checkpoint's cursor; records
+  // are tied to their segments' starts only from version 2). The segment lines are not part of
+  // the fingerprint, so a start past 0 is proven from only when the caller names it (--from):
+  // else a ledger cut at its front, segment lines raised to match, would pass.
   int64_t first = 0;
-  if (!ledger.segments.empty()) {
+  if (ledger.version >= 2 && !ledger.segments.empty()) {
     first = ledger.segments.front().start_consumed;
     for (const auto& seg : ledger.segments) first = std::min(first, seg.start_consumed);
+  }
+  if (first != from) {
+    report.first_difference =
+        "the ledger begins at position " + std::to_string(first) +
+        " (where its first run started), not at " + std::to_string(from) +
+        (from == 0 ? ": positions [0, " + std::to_string(first) + ") are not in it; give --from " +
+                         std::to_string(first) + " to prove the positions from there"
+                   : " (--from)");
+    return report;
   }
   report.first_position = first;
   std::sort(positions.begin(), positions.end());
