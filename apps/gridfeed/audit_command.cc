@@ -184,8 +184,8 @@ Status RunVerify(const AuditArgs& a) {
       "verify: %lld records match the recomputation from the ledger's own configuration "
       "(fingerprint %s)%s%s; global positions [%lld, %lld) consumed exactly once%s\n",
       static_cast<long long>(report.records), ledger.fingerprint.c_str(), schedules.c_str(), when,
-      static_cast<long long>(report.first_position),
-      static_cast<long long>(report.first_position + report.consumed), streams.c_str());
+      static_cast<long long>(a.from), static_cast<long long>(a.from + report.consumed),
+      streams.c_str());
   return Status::Ok();
 }
 

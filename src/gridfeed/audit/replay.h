@@ -92,8 +92,7 @@ class Replay {
 struct VerifyReport {
   bool ok = false;
   int64_t records = 0;
-  int64_t first_position = 0;     // where the ledger's first run began
-  int64_t consumed = 0;           // positions [first_position, + consumed) covered exactly once
+  int64_t consumed = 0;           // positions [from, from + consumed) covered exactly once
   bool exactly_once = true;       // false for cyclic orders (positions repeat every epoch)
   bool schedule_checked = false;  // who read what when (ledger version 2)
   int64_t schedules = 1;          // configurations checked (amended mixture schedules: > 1)

@@ -225,7 +225,6 @@ Result<VerifyReport> Verify(const Ledger& ledger, int64_t from) {
                    : " (--from)");
     return report;
   }
-  report.first_position = first;
   std::sort(positions.begin(), positions.end());
   for (size_t i = 0; i < positions.size(); ++i) {
     if (i > 0 && positions[i] == positions[i - 1]) {

@@ -198,18 +198,13 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
   if (!local.ok()) return local;  // agreed on every reader, before any node waits alone
 
   Stopwatch busy;
-  // World rank 0: node l's producer, or the error naming the node.
-  auto producer_of = [&](int l, ImageProducer* out) -> Status {
+  // World rank 0: `step` for node l's image, its exceptions (a thread's included) turned into
+  // the error naming the node.
+  auto guarded = [](int l, auto&& step) -> Status {
     const std::string what = "node " + std::to_string(l) + "'s table image";
     Status st;
     try {
-      const std::vector<int> mine(keys.begin() + displs[l], keys.begin() + displs[l] + counts[l]);
-      Result<ImageProducer> r = producer.per_node(l, mine);
-      if (r.ok()) {
-        *out = std::move(r).value();
-      } else {
-        st = r.status();
-      }
+      st = step();
     } catch (const std::bad_alloc&) {
       st = Internal("out of memory while making " + what);
     } catch (const std::exception& e) {
@@ -217,23 +212,25 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
     }
     return st.ok() ? st : st.WithContext(what);
   };
+  auto producer_of = [&](int l, ImageProducer* out) -> Status {
+    return guarded(l, [&]() -> Status {
+      const std::vector<int> mine(keys.begin() + displs[l], keys.begin() + displs[l] + counts[l]);
+      GRIDFEED_ASSIGN_OR_RETURN(*out, producer.per_node(l, mine));
+      return Status::Ok();
+    });
+  };
   // Node l's image, written and digested (l > 0, on a thread of its own).
   auto make = [&](int l) -> MadeImage {
     MadeImage out;
-    const std::string what = "node " + std::to_string(l) + "'s table image";
     ImageProducer p;
     out.status = producer_of(l, &p);
     if (!out.status.ok()) return out;
-    try {
+    out.status = guarded(l, [&] {
       out.bytes = PageArray<std::byte>(p.size);  // 2 MiB aligned
       p.write(out.bytes.data());
       out.digest = digest(out.bytes);
-    } catch (const std::bad_alloc&) {
-      out.status = Internal("out of memory while making " + what);
-    } catch (const std::exception& e) {
-      out.status = Internal("while making " + what + ": " + e.what());
-    }
-    if (!out.status.ok()) out.status = out.status.WithContext(what);
+      return Status::Ok();
+    });
     return out;
   };
   // The other nodes' images are made ahead on up to max_ahead threads (as many images held).
@@ -279,12 +276,11 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
   const bool allocated = local.ok();
   if (world0) {
     if (local.ok()) {
-      try {
+      local = guarded(0, [&] {  // an error: every rank learns it in Distribute's agreement
         own.write(base);
         expected = digest(std::span<const std::byte>(base, head[1]));
-      } catch (const std::exception& e) {  // every rank learns it in Distribute's agreement
-        local = Internal(std::string("while writing node 0's table image: ") + e.what());
-      }
+        return Status::Ok();
+      });
     }
     own = ImageProducer();
     for (int l = 1; l < num_nodes_; ++l) {

@@ -268,7 +268,13 @@ void InstallExceptHook(py::module_& m) {
         int rank = 0, size = 0;
         WorldOf(&rank, &size);
         py::module_ sys = py::module_::import("sys");
-        py::object previous = py::module_::import("gridfeed").attr("_previous_excepthook");
+        // Looked up under a guard: an exception escaping this hook would skip the abort.
+        py::object previous = sys.attr("__excepthook__");
+        try {
+          previous = py::module_::import("gridfeed").attr("_previous_excepthook");
+        } catch (py::error_already_set&) {
+          PyErr_Clear();
+        }
         const bool abort = size > 1;
         std::string header;
         if (abort) {
