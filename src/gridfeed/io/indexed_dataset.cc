@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gridfeed/core/check.h"
+#include "gridfeed/core/page_array.h"
 #include "gridfeed/io/file_util.h"
 
 namespace gridfeed::io {
@@ -153,9 +154,11 @@ uint64_t IndexedDataset::index_xxh3() const {
     const MappedFileReader reader(idx_);
     bool read = reader.ok();
     if (read) {
-      std::vector<std::byte> buffer(std::min(index.size(), size_t{1} << 20));
+      // Page aligned like the offsets it reads (see index_file.cc's feed buffer).
+      PageArray<std::byte> buffer(std::min(index.size(), size_t{1} << 20));
       for (size_t at = 0; read && at < index.size(); at += buffer.size()) {
-        const auto part = std::span(buffer).first(std::min(buffer.size(), index.size() - at));
+        const auto part = std::span(buffer.data(), buffer.size())
+                              .first(std::min(buffer.size(), index.size() - at));
         read = reader.ReadAt(at, part);
         if (read) XXH3_64bits_update(state, part.data(), part.size());
       }
