@@ -4,12 +4,14 @@
 // run: one sequential write of every table and one random-access pass over the document
 // index; with peak resident memory during the build next to the bytes of the tables. And the
 // document-index shuffle's draws alone (BM_Targets), next to the same draws on the portable
-// MT19937 path.
+// MT19937 path. And the index's full check with its digest (what world rank 0 runs beside
+// the build), next to one read of the same file into a page-aligned buffer with its digest.
 // GRIDFEED_BENCH_DOCUMENTS sets N (default 10,000,000), GRIDFEED_BENCH_MEAN_TOKENS the mean length,
 // GRIDFEED_BENCH_SAMPLES the 1-epoch sample count.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <chrono>
 #include <cmath>
@@ -23,6 +25,7 @@
 #include "gridfeed/core/page_array.h"
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/index_file.h"
+#include "gridfeed/io/indexed_dataset.h"
 #include "gridfeed/order/dataset_builder.h"
 #include "gridfeed/order/numpy_random.h"
 #include "ratio_reporter.h"
@@ -185,11 +188,57 @@ void Targets(benchmark::State& state, bool vector) {
   state.counters["vector"] = gridfeed::order::Mt19937::VectorGenerate() ? 1 : 0;
   gridfeed::order::Mt19937::SetVectorGenerateForTesting(was);
 }
+// The full index check and XXH3 digest of the corpus' index, as the build's check beside the
+// tables runs them (its floor below: the check reads the lengths twice and adds the checks).
+void BM_IndexCheck(benchmark::State& state) {
+  const std::string prefix = Corpus();
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    auto ds = gridfeed::io::IndexedDataset::Open(prefix, false,
+                                                 gridfeed::io::IndexCheck::kStructure, false);
+    const gridfeed::Status st = ds.ok() ? ds->CheckIndexFully(true) : ds.status();
+    if (!st.ok()) {
+      state.SkipWithError(st.ToString().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(ds->index_xxh3());
+    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+}
+
+// Floor: the same file read once through a descriptor into a page-aligned buffer, with the
+// same digest.
+void BM_IndexFloor(benchmark::State& state) {
+  const std::string path = Corpus() + ".idx";
+  constexpr size_t kPart = size_t{1} << 20;
+  gridfeed::PageArray<std::byte> buffer(kPart);
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    XXH3_state_t* xs = XXH3_createState();
+    if (fd < 0 || xs == nullptr) std::abort();
+    XXH3_64bits_reset(xs);
+    for (off_t at = 0;;) {
+      const ssize_t got = ::pread(fd, buffer.data(), kPart, at);
+      if (got < 0) std::abort();
+      if (got == 0) break;
+      XXH3_64bits_update(xs, buffer.data(), static_cast<size_t>(got));
+      at += got;
+    }
+    benchmark::DoNotOptimize(XXH3_64bits_digest(xs));
+    XXH3_freeState(xs);
+    ::close(fd);
+    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+}
+
 void BM_Targets(benchmark::State& state) { Targets(state, true); }
 void BM_TargetsPortable(benchmark::State& state) { Targets(state, false); }
 
 BENCHMARK(BM_Targets)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TargetsPortable)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_IndexCheck)->UseManualTime()->Iterations(2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_IndexFloor)->UseManualTime()->Iterations(2)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Build, epochs1, 1.0)->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
 BENCHMARK_CAPTURE(BM_Floor, epochs1, 1.0)->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
 BENCHMARK_CAPTURE(BM_Build, epochs3, 3.0)->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
@@ -205,8 +254,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   benchmark::Initialize(&argc, argv);
-  gridfeed::bench::RatioReporter reporter(std::vector<std::pair<std::string, std::string>>{
-      {"BM_Build", "BM_Floor"}, {"BM_Targets", "BM_TargetsPortable"}});
+  gridfeed::bench::RatioReporter reporter(
+      std::vector<std::pair<std::string, std::string>>{{"BM_Build", "BM_Floor"},
+                                                       {"BM_Targets", "BM_TargetsPortable"},
+                                                       {"BM_IndexCheck", "BM_IndexFloor"}});
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;

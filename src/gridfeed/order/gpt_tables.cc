@@ -98,9 +98,7 @@ class SegmentDraws {
   bool done() const { return segment_ >= sizes_.size(); }
   // The next `count` targets (fewer at the end) into `draws`.
   void Push(DrawStream& draws, size_t count) {
-    Draw(count, [&draws](const uint32_t* block, size_t n) {
-      for (size_t k = 0; k < n; ++k) draws.Push(block[k]);
-    });
+    Draw(count, [&draws](const uint32_t* block, size_t n) { draws.PushBlock(block, n); });
   }
   // The same draws, dropped (`count` at most); the generator is then where the shuffles leave it.
   void Skip(size_t count) {
