@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "gridfeed/core/memory_usage.h"
 #include "gridfeed/io/file_util.h"
@@ -41,6 +45,37 @@ TEST(MMapFile, DropPagesReleasesResidentPagesAndKeepsTheBytes) {
   // A part that covers no whole page, and an empty one, drop nothing and are allowed.
   file->DropPages(file->bytes().subspan(10, 100));
   file->DropPages(file->bytes().subspan(0, 0));
+}
+
+// ReadAt gives the file's bytes wherever the destination lies against the source modulo 4 KiB:
+// the aligned and far cases read straight in, a destination a few bytes past its source goes
+// through a buffer (several of its 256 KiB parts here, and a tail); a read past the end is
+// refused.
+TEST(MappedFileReader, ReadsTheBytesAtEveryAlignmentOfTheDestination) {
+  const std::string path = gridfeed::testing::ScratchDir("reader_align") + "/data";
+  std::string contents((size_t{1} << 20) + 12345, '\0');
+  for (size_t i = 0; i < contents.size(); ++i) contents[i] = static_cast<char>(i * 131 % 251);
+  ASSERT_TRUE(WriteStringToFile(path, contents).ok());
+  auto file = MMapFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  const MappedFileReader reader(*file);
+  ASSERT_TRUE(reader.ok());
+  std::vector<std::byte> space(contents.size() + 2 * 4096);
+  const auto base = reinterpret_cast<uintptr_t>(space.data());
+  for (const uint64_t offset : {uint64_t{0}, uint64_t{34}, uint64_t{4095}}) {
+    for (const uint64_t delta : {uint64_t{0}, uint64_t{4}, uint64_t{16}, uint64_t{63}, uint64_t{64},
+                                 uint64_t{2048}, uint64_t{4092}}) {
+      SCOPED_TRACE("offset " + std::to_string(offset) + ", delta " + std::to_string(delta));
+      // The first address at or after `base` that lies `delta` past the source modulo 4 KiB.
+      const uintptr_t want = (offset + delta) % 4096;
+      std::byte* dst = space.data() + ((want - base % 4096 + 4096) % 4096);
+      const size_t n = contents.size() - offset;
+      std::fill(space.begin(), space.end(), std::byte{0});
+      ASSERT_TRUE(reader.ReadAt(offset, std::span(dst, n)));
+      EXPECT_EQ(std::memcmp(dst, contents.data() + offset, n), 0);
+      EXPECT_FALSE(reader.ReadAt(offset + 1, std::span(dst, n)));  // one byte past the end
+    }
+  }
 }
 
 }  // namespace

@@ -154,7 +154,7 @@ uint64_t IndexedDataset::index_xxh3() const {
     const MappedFileReader reader(idx_);
     bool read = reader.ok();
     if (read) {
-      // Page aligned like the offsets it reads (see index_file.cc's feed buffer).
+      // Page aligned like the offsets it reads (see MappedFileReader::ReadAt).
       PageArray<std::byte> buffer(std::min(index.size(), size_t{1} << 20));
       for (size_t at = 0; read && at < index.size(); at += buffer.size()) {
         const auto part = std::span(buffer.data(), buffer.size())
