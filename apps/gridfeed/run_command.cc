@@ -134,8 +134,8 @@ Status WriteDump(const std::string& dir, const feed::Feeder& f, const Dump& d) {
       }
       names.push_back(spec.name);
       GRIDFEED_RETURN_IF_ERROR(io::WriteNpy(rd + "/" + spec.name + ".npy",
-                                            order::DumpDescr(spec.dtype), shape,
-                                            field.bytes.data(), field.bytes.size()));
+                                            order::DumpDescr(spec.dtype), shape, field.bytes.data(),
+                                            field.bytes.size()));
     }
   }
   meta["fields"] = names;
@@ -302,8 +302,8 @@ Status RunFeeder(const RunArgs& a, const config::OptionFlags& flags) {
     const auto& s = f->startup();
     const double rate = steady_seconds > 0 ? (micro_batches - 1) / steady_seconds : 0;
     std::printf(
-        "run: %d ranks (TP %d x PP %d x CP %d x DP %d), %lld iterations x %lld micro-batches of "
-        "%lld, consumed %lld samples\n"
+        "run: %d ranks (TP %d x PP %d x CP %d x DP %d), %lld iteration%s x %lld micro-batch%s "
+        "of %lld, consumed %lld samples\n"
         "start-up: %.3f s (build %.3f s, broadcast %.3f s, open %.3f s); CPU: rank 0 %.2f s, "
         "the other ranks %.2f s in all\n"
         "table memory on rank 0's node: %.1f MB in one shared window for %d readers (a plain "
@@ -312,10 +312,11 @@ Status RunFeeder(const RunArgs& a, const config::OptionFlags& flags) {
         "steady state per reader: %.1f micro-batches/s, %.3g tokens/s\n"
         "checks: TP peers identical, DP ranks disjoint and covering, CP peers aligned: ok\n",
         g.world_size(), g.tp_size(), g.pp_size(), g.cp_size(), g.dp_size(),
-        static_cast<long long>(train_iters), static_cast<long long>(per_step),
-        static_cast<long long>(mbs), static_cast<long long>(f->consumed_samples()), open_total,
-        s.build_seconds, s.broadcast_seconds, s.open_seconds, open_cpu, others_cpu, node_mb,
-        f->readers_on_node(), plain_mb, f->num_nodes(), per_node.c_str(), rate,
+        static_cast<long long>(train_iters), train_iters == 1 ? "" : "s",
+        static_cast<long long>(per_step), per_step == 1 ? "" : "es", static_cast<long long>(mbs),
+        static_cast<long long>(f->consumed_samples()), open_total, s.build_seconds,
+        s.broadcast_seconds, s.open_seconds, open_cpu, others_cpu, node_mb, f->readers_on_node(),
+        plain_mb, f->num_nodes(), per_node.c_str(), rate,
         steady_seconds > 0 ? static_cast<double>(steady_tokens) / steady_seconds : 0.0);
     if (!a.dump_dir.empty()) std::printf("dump: %s/rank<N>/\n", a.dump_dir.c_str());
   }

@@ -89,7 +89,9 @@ if [ "$(id -u)" = 0 ]; then
 else
   SAVE="$WORK/ro/ck.h5"
 fi
-refused save_dir "--save" mpirun -n 1 "$GRIDFEED" run "${D[@]}" --train-iters 3 --save "$SAVE"
+# (DEBUG: the build's "tables built" line shows whether the start-up ran.)
+refused save_dir "--save" env GRIDFEED_LOG_LEVEL=DEBUG mpirun -n 1 "$GRIDFEED" run "${D[@]}" \
+  --train-iters 3 --save "$SAVE"
 if grep -q "tables built" "$WORK/save_dir.out"; then fail "--save was checked only after the start-up"; fi
 
 # A ledger, then tampering.

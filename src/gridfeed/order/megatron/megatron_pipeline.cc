@@ -325,6 +325,9 @@ Result<BuiltDatasets> BuildMegatronDatasets(const config::DataOptions& o, bool d
       shuffle += m.times.shuffle_index;
     }
   }
+  // Phase times for whoever profiles the start-up (GRIDFEED_LOG_LEVEL=DEBUG), not on every
+  // command's output.
+  if (!log::Enabled(log::Level::kDebug)) return b;
   char line[384];
   std::snprintf(line, sizeof(line),
                 "tables built: open %.3f s, tables %.3f s (document_index %.3f, sample_index %.3f, "
@@ -332,7 +335,7 @@ Result<BuiltDatasets> BuildMegatronDatasets(const config::DataOptions& o, bool d
                 "blend %.3f s (weighted blends built beside them: %.3f s)",
                 b.seconds_open, b.seconds_tables, doc, sample, shuffle, b.seconds_checks_beside,
                 b.seconds_blend, b.seconds_blend_build);
-  log::Info(line);
+  log::Debug(line);
   return b;
 }
 
