@@ -94,9 +94,12 @@ refused save_dir "--save" env GRIDFEED_LOG_LEVEL=DEBUG mpirun -n 1 "$GRIDFEED" r
   --train-iters 3 --save "$SAVE"
 if grep -q "tables built" "$WORK/save_dir.out"; then fail "--save was checked only after the start-up"; fi
 
-# A ledger, then tampering.
-mpirun -n 2 --oversubscribe "$GRIDFEED" run "${D[@]}" --micro-batch-size 2 --train-iters 4 \
-  --ledger "$WORK/l" > /dev/null 2>&1 || fail "ledger run"
+# A ledger, then tampering. (At DEBUG: an accepted run prints the "tables built" line whose
+# absence the --save case above reads.)
+GRIDFEED_LOG_LEVEL=DEBUG mpirun -n 2 --oversubscribe "$GRIDFEED" run "${D[@]}" \
+  --micro-batch-size 2 --train-iters 4 --ledger "$WORK/l" > "$WORK/ledger_run.out" 2>&1 \
+  || fail "ledger run"
+grep -q "tables built" "$WORK/ledger_run.out" || fail "no 'tables built' line at DEBUG"
 "${T[@]}" "$GRIDFEED" audit verify --ledger "$WORK/l" > /dev/null 2>&1 || fail "verify of a good ledger"
 # replay --ledger needs no other flags and gives what the ledger holds.
 "${T[@]}" "$GRIDFEED" audit replay --ledger "$WORK/l" --steps 0:4 --out "$WORK/lr" > /dev/null 2>&1 \

@@ -119,8 +119,8 @@ Result<IndexView> ParseIndex(std::span<const std::byte> bytes, const std::string
   // The in-order feed: bytes [0, fed) of the file went to `in_order`. feed_to reads the next
   // ones itself (through `reader`, else the mapping); feed_part hands over what the check read.
   uint64_t fed = 0;
-  // Page aligned, as the offsets it reads from are, so ReadAt copies straight into it (see
-  // MappedFileReader::ReadAt on destinations just past their source modulo 4 KiB).
+  // Page aligned, as the offsets of its first and largest reads (the header and lengths) are,
+  // so ReadAt copies straight into it (see MappedFileReader::ReadAt).
   PageArray<std::byte> feed_buf;
   auto feed_to = [&](uint64_t to) {
     if (!in_order) return;

@@ -7,13 +7,13 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
 #include "gridfeed/core/check.h"
+#include "gridfeed/core/page_array.h"
 
 namespace gridfeed::order {
 
@@ -91,8 +91,8 @@ class DrawStream {
     available_ = p;
   }
 
-  const size_t chunk_, size_;  // size_ = chunk_ * kChunks, a power of two: indices are masked
-  std::vector<uint32_t> buffer_;
+  const size_t chunk_, size_;   // size_ = chunk_ * kChunks, a power of two: indices are masked
+  PageArray<uint32_t> buffer_;  // page aligned: a chunk's streamed lines are whole lines
   // Producer and consumer state live on separate cache lines (no false sharing).
   alignas(64) uint64_t written_ = 0;
   alignas(64) uint64_t read_ = 0;

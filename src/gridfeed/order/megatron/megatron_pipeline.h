@@ -30,7 +30,7 @@ Result<std::unique_ptr<OrderView>> ViewMegatronImage(std::span<const std::byte> 
 // REQUIRES: its token stores open.
 SampleRecord MegatronWindow(const OrderView& view, Split split, int64_t position,
                             std::vector<int64_t>* window);
-// Builds every table (logs warnings and phase times): what `gridfeed tables` writes out.
+// Builds every table (logs warnings, and phase times at DEBUG): what `gridfeed tables` writes out.
 // `digest_indexes`: the stores' index digests are computed during the build (DatasetConfig),
 // for a build whose DataFacts() will be asked for.
 // `on_mid_built`: DatasetConfig's, for a writer of the tables.
