@@ -3,7 +3,10 @@
 #include "gridfeed/order/table_image.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
@@ -97,6 +100,24 @@ TEST(TableImage, DigestOfALargeImageSeesEveryBlock) {
   auto longer = image;
   longer.push_back(std::byte{0});
   EXPECT_NE(ImageDigest(longer), d);
+}
+
+// The digest is what image_writer.h says, whatever way the blocks are read (the kernel reads
+// them through a small buffer): XXH3-64 of each 64 MiB block, then of those, seeded with the
+// size. Here in a shared mapping, like a node window.
+TEST(TableImage, DigestIsTheHashOfTheBlockHashes) {
+  const size_t block = size_t{64} << 20, n = block * 2 + (size_t{3} << 20) + 5;
+  void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  auto* image = static_cast<std::byte*>(p);
+  for (size_t i = 0; i < n; i += 511) image[i] = std::byte(i % 253 + 1);
+  std::vector<uint64_t> parts;
+  for (size_t at = 0; at < n; at += block) {
+    parts.push_back(XXH3_64bits(image + at, std::min(block, n - at)));
+  }
+  const uint64_t expected = XXH3_64bits_withSeed(parts.data(), parts.size() * 8, n);
+  EXPECT_EQ(ImageDigest(std::span<const std::byte>(image, n)), expected);
+  ::munmap(p, n);
 }
 
 }  // namespace

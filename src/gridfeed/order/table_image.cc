@@ -6,12 +6,16 @@
 #include <atomic>
 #include <cstring>
 #include <functional>
+#include <memory>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <system_error>
 #include <thread>
 #include <type_traits>
 #include <vector>
 
+#include "gridfeed/core/kernel_copy.h"
+#include "gridfeed/core/page_array.h"
 #include "gridfeed/core/usable_cpus.h"
 
 namespace gridfeed::order {
@@ -48,15 +52,13 @@ class Arrays {
     return nlohmann::json::array({offset, v.size()});
   }
   size_t size() const { return size_; }
-  // The destination is shared memory on 4 KiB pages (prefaulted by the window, else faulted
-  // here), where a copy is bound by page walks: a second thread copies the second half of each
-  // large piece.
-  // Each part's pages are faulted in with one call first (a fraction of a fault per page;
-  // nothing where the window was prefaulted): the window of world rank 0's node is not, so it
-  // takes the pages the tables' previous piece just gave back.
+  // The destination is a node window on 4 KiB pages that this process has not touched, so
+  // the kernel copies (core/kernel_copy.h: on a VM with shadow page tables the first touch of
+  // each page from here costs more than the copy), and a second thread copies the second half
+  // of each large piece. The window of world rank 0's node is not prefaulted: it takes the
+  // pages the tables' previous piece just gave back.
   static void Copy(std::byte* dst, const std::byte* src, size_t n) {
-    PopulateForWrite(dst, n);
-    std::memcpy(dst, src, n);
+    CopyIntoUntouched(dst, src, n);
   }
   static void CopyOnTwoThreads(std::byte* dst, const std::byte* src, size_t n) {
     if (n < (size_t{8} << 20)) {
@@ -423,10 +425,32 @@ uint64_t ImageDigest(std::span<const std::byte> image) {
   if (blocks <= 1) return XXH3_64bits(image.data(), image.size());
   std::vector<uint64_t> parts(blocks);
   std::atomic<size_t> next{0};
+  // A window just written by the kernel (or by MPI) is read by the kernel too, through a
+  // small page-aligned buffer each thread reuses (core/kernel_copy.h); the same bytes hashed.
   auto work = [&] {
+    constexpr size_t kBuffer = size_t{2} << 20;
+    PageArray<std::byte> buffer;
+    std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
+                                                                   &XXH3_freeState);
+    try {
+      if (state) buffer = PageArray<std::byte>(kBuffer);
+    } catch (const std::bad_alloc&) {
+      // no buffer: hashed where it lies
+    }
     for (size_t b; (b = next.fetch_add(1)) < blocks;) {
-      const size_t at = b * kBlock;
-      parts[b] = XXH3_64bits(image.data() + at, std::min(kBlock, image.size() - at));
+      const std::byte* const block = image.data() + b * kBlock;
+      const size_t len = std::min(kBlock, image.size() - b * kBlock);
+      if (buffer.empty()) {
+        parts[b] = XXH3_64bits(block, len);
+        continue;
+      }
+      XXH3_64bits_reset(state.get());
+      for (size_t at = 0; at < len; at += kBuffer) {
+        const size_t k = std::min(kBuffer, len - at);
+        CopyOutOfUntouched(buffer.data(), block + at, k);
+        XXH3_64bits_update(state.get(), buffer.data(), k);
+      }
+      parts[b] = XXH3_64bits_digest(state.get());
     }
   };
   {
