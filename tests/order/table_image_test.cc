@@ -117,6 +117,7 @@ TEST(TableImage, DigestIsTheHashOfTheBlockHashes) {
   }
   const uint64_t expected = XXH3_64bits_withSeed(parts.data(), parts.size() * 8, n);
   EXPECT_EQ(ImageDigest(std::span<const std::byte>(image, n)), expected);
+  EXPECT_EQ(ImageDigest(std::span<const std::byte>(image, n), /*untouched=*/true), expected);
   ::munmap(p, n);
 }
 

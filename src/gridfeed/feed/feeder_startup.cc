@@ -94,8 +94,10 @@ Result<parallel::ImageProducer> Feeder::Impl::NodeProducer(
   GRIDFEED_ASSIGN_OR_RETURN(std::shared_ptr<order::ImageWriter> writer,
                             built->NodeImage(split, from.PositionsOf(keys), world_node));
   if (!writer) return Internal("the order made no node image");
-  return parallel::ImageProducer{
-      writer->size(), [writer](std::byte* dst) { writer->WriteTo(dst); }, {}};
+  return parallel::ImageProducer{writer->size(),
+                                 [writer](std::byte* dst) { writer->WriteTo(dst); },
+                                 writer->leaves_dst_untouched(),
+                                 {}};
 }
 
 // World rank 0 builds through the pipeline and writes the image into its shared window (or,
@@ -149,8 +151,10 @@ Status Feeder::Impl::BuildAndShareTables() {
           "without a mixture schedule has); use --node-window full or auto");
     }
     std::shared_ptr<order::ImageWriter> writer = built->TakeImage();
-    return parallel::ImageProducer{
-        writer->size(), [writer](std::byte* dst) { writer->WriteTo(dst); }, {}};
+    return parallel::ImageProducer{writer->size(),
+                                   [writer](std::byte* dst) { writer->WriteTo(dst); },
+                                   writer->leaves_dst_untouched(),
+                                   {}};
   };
   // Rank 0's failures, allocation included, must reach the status header: the other ranks
   // are waiting for it.

@@ -15,11 +15,16 @@ class ImageWriter {
   virtual size_t size() const = 0;
   // Writes the image once. REQUIRES: `dst` holds size() bytes and is 8-byte aligned.
   virtual void WriteTo(std::byte* dst) = 0;
+  // Whether WriteTo leaves `dst`'s pages to the kernel (core/kernel_copy.h), untouched from
+  // user space: its digest then reads them through the kernel too.
+  virtual bool leaves_dst_untouched() const { return false; }
 };
 
 // The digest every node checks after the broadcast: XXH3-64 of the image up to 64 MiB, else
 // XXH3-64 (seeded with the size) of the XXH3-64 of each 64 MiB block, the blocks hashed on up
-// to 8 threads. Only compared within one job: not stored anywhere.
-uint64_t ImageDigest(std::span<const std::byte> image);
+// to 8 threads. Only compared within one job: not stored anywhere. `untouched`: the image's
+// pages were written by the kernel and not touched from user space since (the blocks are then
+// read through the kernel, core/kernel_copy.h); the same digest either way.
+uint64_t ImageDigest(std::span<const std::byte> image, bool untouched = false);
 
 }  // namespace gridfeed::order

@@ -29,6 +29,8 @@ constexpr size_t kDirLengthOffset = kVersionOffset + 8;
 constexpr size_t kDirectoryOffset = kDirLengthOffset + 8;
 
 size_t Align8(size_t n) { return (n + 7) & ~size_t{7}; }
+constexpr size_t kImagePage = 4096, kPageAlignFrom = size_t{64} << 10;
+size_t AlignPage(size_t n) { return (n + kImagePage - 1) / kImagePage * kImagePage; }
 
 // Collects arrays and records where each will sit relative to the data section.
 class Arrays {
@@ -36,10 +38,13 @@ class Arrays {
   // Records where `v` goes. With `release`, CopyTo frees `v` right after copying it, so the
   // image and the tables are not both held in full (rank 0's peak stays near one copy).
   // `Array` is a std::vector or a PageArray.
+  // Large arrays start on a page of the image (its data section starts on one), so the
+  // kernel's copy from a page-aligned table is not 4K-aliased (core/kernel_copy.h).
   template <typename Array>
   nlohmann::json Add(Array& v, bool release) {
     using T = std::remove_cvref_t<decltype(*v.data())>;
-    const size_t offset = Align8(size_);
+    const size_t bytes = v.size() * sizeof(T);
+    const size_t offset = bytes >= kPageAlignFrom ? AlignPage(size_) : Align8(size_);
     Part part{offset, v.size() * sizeof(T), reinterpret_cast<const std::byte*>(v.data()), {}, {}};
     if (release) {
       part.release = [&v] { Array gone(std::move(v)); };
@@ -290,6 +295,10 @@ std::unique_ptr<TableImageWriter> TableImageWriter::Create(BuiltDatasets&& built
   nlohmann::json dir = {{"splits", splits}};
   if (p.held) dir["prefixes"] = p.held->prefixes;
   p.directory = dir.dump();
+  // Blanks after the JSON put the data section on a page (the reader skips them).
+  p.directory.append(
+      AlignPage(kDirectoryOffset + p.directory.size()) - kDirectoryOffset - p.directory.size(),
+      ' ');
   p.head = Align8(kDirectoryOffset + p.directory.size());
   return w;
 }
@@ -419,21 +428,21 @@ Result<TableView> ParseTableImage(std::span<const std::byte> image) {
   return out;
 }
 
-uint64_t ImageDigest(std::span<const std::byte> image) {
+uint64_t ImageDigest(std::span<const std::byte> image, bool untouched) {
   constexpr size_t kBlock = size_t{64} << 20;
   const size_t blocks = (image.size() + kBlock - 1) / kBlock;
   if (blocks <= 1) return XXH3_64bits(image.data(), image.size());
   std::vector<uint64_t> parts(blocks);
   std::atomic<size_t> next{0};
-  // A window just written by the kernel (or by MPI) is read by the kernel too, through a
-  // small page-aligned buffer each thread reuses (core/kernel_copy.h); the same bytes hashed.
+  // Untouched pages are read by the kernel, through a small page-aligned buffer each thread
+  // reuses (core/kernel_copy.h); the same bytes hashed.
   auto work = [&] {
-    constexpr size_t kBuffer = size_t{2} << 20;
+    constexpr size_t kBuffer = size_t{512} << 10;
     PageArray<std::byte> buffer;
     std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
                                                                    &XXH3_freeState);
     try {
-      if (state) buffer = PageArray<std::byte>(kBuffer);
+      if (state && untouched) buffer = PageArray<std::byte>(kBuffer);
     } catch (const std::bad_alloc&) {
       // no buffer: hashed where it lies
     }

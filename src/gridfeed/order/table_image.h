@@ -55,6 +55,7 @@ class TableImageWriter final : public ImageWriter {
   ~TableImageWriter() override;
   size_t size() const override;
   void WriteTo(std::byte* dst) override;
+  bool leaves_dst_untouched() const override { return true; }
 
  private:
   struct Plan;

@@ -148,9 +148,10 @@ Status SharedImage::FillWhole(const Grid& grid, ImageProducer& producer, uint64_
       const double allocate = write.Lap();
       producer.write(base);
       const double copy = write.Lap();
+      const bool untouched = producer.untouched;
       producer = ImageProducer();  // frees what the producer still holds
       const double free = write.Lap();
-      expected = digest(std::span<const std::byte>(base, size));
+      expected = digest(std::span<const std::byte>(base, size), untouched);
       *write_seconds = copy + free;
       if (log::Enabled(log::Level::kDebug)) {
         log::Debug("image into the window: allocate " + std::to_string(allocate) + " s, write " +
@@ -228,7 +229,7 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
     out.status = guarded(l, [&] {
       out.bytes = PageArray<std::byte>(p.size);  // 2 MiB aligned
       p.write(out.bytes.data());
-      out.digest = digest(out.bytes);
+      out.digest = digest(out.bytes, p.untouched);
       return Status::Ok();
     });
     return out;
@@ -278,7 +279,7 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
     if (local.ok()) {
       local = guarded(0, [&] {  // an error: every rank learns it in Distribute's agreement
         own.write(base);
-        expected = digest(std::span<const std::byte>(base, head[1]));
+        expected = digest(std::span<const std::byte>(base, head[1]), own.untouched);
         return Status::Ok();
       });
     }
@@ -348,7 +349,7 @@ Status SharedImage::FinishNode(const Grid& grid, Digest digest, const NodeSplit&
     // The node's readers share this copy, so its leader's check covers them all. Where
     // `expected` was taken of this window (world rank 0, one image: nothing was transferred
     // since), a second pass over the whole image would only repeat it.
-    if (local.ok() && check && digest(std::span<const std::byte>(base, size)) != expected) {
+    if (local.ok() && check && digest(std::span<const std::byte>(base, size), false) != expected) {
       local = DataLoss("image digest mismatch after the broadcast on node " + std::to_string(node) +
                        " (leader " + grid.Describe() + ")");
     }

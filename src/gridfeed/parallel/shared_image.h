@@ -29,6 +29,8 @@ namespace gridfeed::parallel {
 struct ImageProducer {
   size_t size = 0;
   std::function<void(std::byte* dst)> write;
+  // Whether `write` leaves dst's pages untouched from user space (the kernel copies them).
+  bool untouched = false;
   std::function<Result<ImageProducer>(int node, const std::vector<int>& keys)> per_node;
 };
 
@@ -59,7 +61,8 @@ class SharedImage {
  public:
   // Called with the number of nodes holding a window.
   using MakeProducer = std::function<Result<ImageProducer>(int num_nodes)>;
-  using Digest = uint64_t (*)(std::span<const std::byte>);
+  // The image's digest; `untouched`: its pages were written by the kernel (ImageProducer).
+  using Digest = uint64_t (*)(std::span<const std::byte>, bool untouched);
 
   // Collective on grid.world(). `make` runs on world rank 0 only; `digest` on each node leader
   // (of what it received) and on world rank 0 (of what it sent). Every rank returns the same
