@@ -118,6 +118,10 @@ TEST(TableImage, DigestIsTheHashOfTheBlockHashes) {
   const uint64_t expected = XXH3_64bits_withSeed(parts.data(), parts.size() * 8, n);
   EXPECT_EQ(ImageDigest(std::span<const std::byte>(image, n)), expected);
   EXPECT_EQ(ImageDigest(std::span<const std::byte>(image, n), /*untouched=*/true), expected);
+  // One block: XXH3-64 of the bytes, read either way.
+  const std::span<const std::byte> small(image + 5, (size_t{3} << 20) + 3);
+  EXPECT_EQ(ImageDigest(small, true), XXH3_64bits(small.data(), small.size()));
+  EXPECT_EQ(ImageDigest(small, false), XXH3_64bits(small.data(), small.size()));
   ::munmap(p, n);
 }
 

@@ -428,38 +428,50 @@ Result<TableView> ParseTableImage(std::span<const std::byte> image) {
   return out;
 }
 
-uint64_t ImageDigest(std::span<const std::byte> image, bool untouched) {
-  constexpr size_t kBlock = size_t{64} << 20;
-  const size_t blocks = (image.size() + kBlock - 1) / kBlock;
-  if (blocks <= 1) return XXH3_64bits(image.data(), image.size());
-  std::vector<uint64_t> parts(blocks);
-  std::atomic<size_t> next{0};
-  // Untouched pages are read by the kernel, through a small page-aligned buffer each thread
-  // reuses (core/kernel_copy.h); the same bytes hashed.
-  auto work = [&] {
-    constexpr size_t kBuffer = size_t{512} << 10;
-    PageArray<std::byte> buffer;
-    std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
-                                                                   &XXH3_freeState);
+namespace {
+
+// XXH3-64 of `len` bytes at `p`. Untouched pages are read by the kernel through a small
+// page-aligned buffer the caller reuses (core/kernel_copy.h); the same bytes hashed.
+class BlockHasher {
+ public:
+  explicit BlockHasher(bool untouched) {
+    if (!untouched || !state_) return;
     try {
-      if (state && untouched) buffer = PageArray<std::byte>(kBuffer);
+      buffer_ = PageArray<std::byte>(kBuffer);
     } catch (const std::bad_alloc&) {
       // no buffer: hashed where it lies
     }
+  }
+  uint64_t operator()(const std::byte* p, size_t len) {
+    if (buffer_.empty()) return XXH3_64bits(p, len);
+    XXH3_64bits_reset(state_.get());
+    for (size_t at = 0; at < len; at += kBuffer) {
+      const size_t k = std::min(kBuffer, len - at);
+      CopyOutOfUntouched(buffer_.data(), p + at, k);
+      XXH3_64bits_update(state_.get(), buffer_.data(), k);
+    }
+    return XXH3_64bits_digest(state_.get());
+  }
+
+ private:
+  static constexpr size_t kBuffer = size_t{512} << 10;
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state_{XXH3_createState(),
+                                                                  &XXH3_freeState};
+  PageArray<std::byte> buffer_;
+};
+
+}  // namespace
+
+uint64_t ImageDigest(std::span<const std::byte> image, bool untouched) {
+  constexpr size_t kBlock = size_t{64} << 20;
+  const size_t blocks = (image.size() + kBlock - 1) / kBlock;
+  if (blocks <= 1) return BlockHasher(untouched)(image.data(), image.size());
+  std::vector<uint64_t> parts(blocks);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    BlockHasher hash(untouched);
     for (size_t b; (b = next.fetch_add(1)) < blocks;) {
-      const std::byte* const block = image.data() + b * kBlock;
-      const size_t len = std::min(kBlock, image.size() - b * kBlock);
-      if (buffer.empty()) {
-        parts[b] = XXH3_64bits(block, len);
-        continue;
-      }
-      XXH3_64bits_reset(state.get());
-      for (size_t at = 0; at < len; at += kBuffer) {
-        const size_t k = std::min(kBuffer, len - at);
-        CopyOutOfUntouched(buffer.data(), block + at, k);
-        XXH3_64bits_update(state.get(), buffer.data(), k);
-      }
-      parts[b] = XXH3_64bits_digest(state.get());
+      parts[b] = hash(image.data() + b * kBlock, std::min(kBlock, image.size() - b * kBlock));
     }
   };
   {
