@@ -432,6 +432,7 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
     drawer = std::thread([&] {
       prepare_pages();
       draw();
+      if (c.drawing_done) c.drawing_done();
     });
   } else {
     prepare_pages();
