@@ -37,6 +37,10 @@ TEST(TableImage, RoundTripsEveryTable) {
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   EXPECT_EQ(parsed->prefixes,
             (std::vector<std::string>{"corpora/corpus_u16", "corpora/corpus_i32"}));
+  // The arrays' section starts on a page: magic, version, directory length, directory.
+  uint64_t dir_len = 0;
+  std::memcpy(&dir_len, image.data() + 16, 8);
+  EXPECT_EQ((24 + dir_len) % 4096, 0u);
   const TableView in_process = ViewOf(built);
   for (int i = 0; i < 3; ++i) {
     ASSERT_EQ(parsed->splits[i].has_value(), built.splits[i].has_value());

@@ -74,10 +74,10 @@ size_t CopyIntoUntouched(std::byte* dst, const std::byte* src, size_t n) {
   size_t kernel = 0;
   if (GRIDFEED_KERNEL_COPY && n > 0 && !Aliased(dst, src)) {
     kernel = KernelPart(dst, src, n, g_write_refused, Write);
-  } else if (GRIDFEED_KERNEL_COPY && n > 0) {
+  } else if (GRIDFEED_KERNEL_COPY && n > 0 && !g_write_refused.load(std::memory_order_relaxed)) {
     // Through a buffer half a page past the destination's offset, a piece at a time.
     try {
-      PageArray<std::byte> bounce(kPiece + kPage);
+      PageArray<std::byte> bounce(std::min(n, kPiece) + kPage);
       std::byte* const b = bounce.data() + (reinterpret_cast<uintptr_t>(dst) + kPage / 2) % kPage;
       while (kernel < n) {
         const size_t k = std::min(kPiece, n - kernel);

@@ -24,7 +24,7 @@ struct Job {
 }  // namespace
 
 Status BuildMidTables(std::array<std::optional<SplitDataset>, 3>& splits, const DatasetConfig& c,
-                      const std::function<void()>& drawing_done) {
+                      const std::function<void()>& drawer_idle) {
   std::vector<Job> jobs;
   for (int i = 0; i < 3; ++i) {
     if (!splits[i]) continue;
@@ -50,7 +50,7 @@ Status BuildMidTables(std::array<std::optional<SplitDataset>, 3>& splits, const 
         ds->DropIndexPages(
             bytes.subspan(static_cast<size_t>(begin) * 4, static_cast<size_t>(end - begin) * 4));
       };
-      g.drawing_done = drawing_done;
+      g.drawer_idle = drawer_idle;
       g.copy_lengths = [ds = m.dataset.get()](int64_t begin, int64_t end, int32_t* out) {
         return ds->CopySequenceLengths(begin, end, out);
       };
@@ -135,8 +135,9 @@ bool DigestsInChecks(const DatasetConfig& c) { return c.digest_indexes && Usable
 
 // Whether the stores' full index checks run on a thread beside the tables, which need only
 // the lengths: one store (its check is one sequential pass) and a core besides the build's.
-// The build's drawing thread leaves that core half idle (146.5M documents, 2 vCPUs: the
-// open's 1.1-1.3 s of checking left the critical path). Many stores are opened and checked
+// On two cores they wait for the build's drawing thread to do its own work, and then take
+// its core while it waits on the applier (146.5M documents: the open's 1.1-1.3 s of checking
+// left the critical path). Many stores are opened and checked
 // in parallel before the build, as their builds then keep every core busy.
 bool ChecksBesideTables(size_t stores) { return stores == 1 && UsableCpus() >= 2; }
 
@@ -296,10 +297,10 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
   // With checks_beside, the full checks (and the digests asked for, from the same reads) run
   // beside the tables; their first failure is the build's error, whatever the build did with
   // lengths not yet checked. Joined on every return below; declared after `open`.
-  // The checks start once the build's drawing thread is done (its core idles to the build's
-  // end): started at once they took a third of two cores from the lengths' read and the pairs
-  // (146.5M documents, 8 ranks on 2 vCPUs: the whole job ahead in 6 of 9 alternated pairs).
-  // `start` is set on every path before the checker is joined.
+  // On two cores the checks start once the build's drawing thread has done its own work (it
+  // then mostly waits on the applier): started at once they took a third of both cores from
+  // the lengths' read and the pairs. With more cores they start at once, on a core of their
+  // own. `start` is set on every path before the checker is joined.
   Status checks;
   std::atomic<bool> start{false};
   auto let_start = [&start] {
@@ -325,6 +326,7 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
           out.seconds_checks_beside = watch.Seconds();
         });
   }
+  if (UsableCpus() > 2) let_start();
   // Destroyed before `checker` (declared after it): no return path leaves it waiting.
   struct StartOnExit {
     decltype(let_start)& let;

@@ -95,11 +95,11 @@ struct BuiltDatasets {
 };
 
 // Builds the GPT tables of every mid-level dataset laid out in `splits` (prefix, range,
-// dataset and num_samples_requested set), several at once (c.threads). `drawing_done`, if set,
-// is called (from any thread, possibly more than once) when a build's drawing thread is done
-// (GptTablesConfig::drawing_done).
+// dataset and num_samples_requested set), several at once (c.threads). `drawer_idle`, if set,
+// is called (from any thread, possibly more than once) when a build's drawing thread has done
+// its own work (GptTablesConfig::drawer_idle).
 Status BuildMidTables(std::array<std::optional<SplitDataset>, 3>& splits, const DatasetConfig& c,
-                      const std::function<void()>& drawing_done = {});
+                      const std::function<void()>& drawer_idle = {});
 
 // Opens the token stores (relative paths from the working directory) and builds everything.
 // An error is the first in the order a serial build meets it (blend weights before stores,

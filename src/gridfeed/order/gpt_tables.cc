@@ -415,9 +415,17 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
       shuffle_seconds += watch.Seconds();
     };
     auto side_done = [&] { return ahead.done() && part >= 2; };
+    // From here this thread mostly waits on the applier (a full stream): told once.
+    bool told_idle = false;
+    auto tell_idle = [&] {
+      if (told_idle) return;
+      told_idle = true;
+      if (c.drawer_idle) c.drawer_idle();
+    };
     constexpr size_t kSlice = 4096;  // about 50 us of swaps: the stream holds ms of draws
     while (!doc.done()) {
       if (draws->CanPushChunk() || side_done()) {
+        if (side_done()) tell_idle();
         doc.Push(*draws, draws->chunk());  // waits while the stream is full
       } else {
         side(kSlice);
@@ -426,13 +434,13 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
     draws->Finish();
     if (!ahead.done()) ahead = doc;  // still skipping: `doc` is where the skip would end
     while (!side_done()) side(size_t{1} << 20);
+    tell_idle();
   };
   std::thread drawer;
   if (two_threads) {
     drawer = std::thread([&] {
       prepare_pages();
       draw();
-      if (c.drawing_done) c.drawing_done();
     });
   } else {
     prepare_pages();

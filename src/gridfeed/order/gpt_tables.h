@@ -25,10 +25,11 @@ struct GptTablesConfig {
   // Called once the build has made its own copy of the lengths (the caller may drop the pages
   // of a mapped index). May run on another thread than the caller's.
   std::function<void()> lengths_read;
-  // If set: called once, on the drawing thread, when it has drawn everything; its core then
+  // If set: called once, on the drawing thread, when its own work is done (its side work
+  // finished, its draws at most a full stream ahead of the applier); its core then mostly
   // idles until the build ends, so work waiting for a core can start. Not called where the
   // build draws on the calling thread alone.
-  std::function<void()> drawing_done;
+  std::function<void()> drawer_idle;
   // If set, copies lengths[begin, end) into `out` faster than element by element through the
   // span (io::IndexedDataset::CopySequenceLengths); false: not done, the span is read.
   using CopyLengths = std::function<bool(int64_t begin, int64_t end, int32_t* out)>;

@@ -3,9 +3,10 @@
 // window) without copying or rebuilding.
 //
 // Layout (little endian): "GFTABLES" magic, u64 version, u64 directory length, the directory
-// as JSON (splits, sources, weights, array offsets and counts), zero padding to 8 bytes, then
-// the arrays, each 8-byte aligned. ParseTableImage validates every offset and count against the
-// image size before handing out views.
+// as JSON (splits, sources, weights, array offsets and counts) followed by blanks up to a 4 KiB
+// boundary (older writers: zero padding to 8 bytes), then the arrays, each 8-byte aligned (from
+// 64 KiB up, page aligned). ParseTableImage validates every offset and count against the image
+// size before handing out views.
 #pragma once
 
 #include <array>
