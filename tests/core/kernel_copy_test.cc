@@ -9,7 +9,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -88,9 +87,10 @@ void CopiesEveryByteBothWays(bool kernel) {
   }
 }
 
+// Where this process may not copy through the kernel (a filter outside the test), memcpy
+// copies everything: the bytes are checked either way.
 TEST(KernelCopy, CopiesEveryByteBothWays) {
-  if (kKernelCopies && !KernelAllowed()) GTEST_SKIP() << "process_vm_writev refused here";
-  CopiesEveryByteBothWays(kKernelCopies);
+  CopiesEveryByteBothWays(kKernelCopies && KernelAllowed());
 }
 
 TEST(KernelCopy, ZeroBytesIsANoOp) {
@@ -115,15 +115,12 @@ TEST(KernelCopy, ZeroBytesIsANoOp) {
       ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
     std::_Exit(3);
   }
-  std::byte x{1}, y{0};  // the filter holds: the call itself fails
-  iovec l{&x, 1}, r{&y, 1};
-  if (::process_vm_writev(::getpid(), &l, 1, &r, 1, 0) != -1 || errno != EPERM) std::_Exit(4);
+  if (KernelAllowed()) std::_Exit(4);  // the filter holds: the call itself fails
   CopiesEveryByteBothWays(false);
   std::_Exit(::testing::Test::HasFailure() ? 1 : 0);
 }
 
 TEST(KernelCopy, CompletesWhereTheKernelRefuses) {
-  if (!KernelAllowed()) GTEST_SKIP() << "process_vm_writev refused here already";
   EXPECT_EXIT(CopyUnderAFilterThatRefuses(), ::testing::ExitedWithCode(0), "");
 }
 
