@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <exception>
 #include <map>
+#include <string>
+#include <utility>
 
 #include "commands.h"
 #include "gridfeed/config/flags.h"
@@ -12,33 +14,42 @@ int main(int argc, char** argv) {
   CLI::App app{"gridfeed " GRIDFEED_VERSION ": an MPI-native data feeder for LLM pretraining"};
   app.require_subcommand(1);
   std::map<CLI::App*, gridfeed::app::Runner> runners;
-  auto add = [&](gridfeed::app::Runner (*reg)(CLI::App&)) {
-    size_t before = app.get_subcommands({}).size();
-    auto runner = reg(app);
-    runners[app.get_subcommands({})[before]] = std::move(runner);
-  };
-  add(gridfeed::app::RegisterPrep);
-  add(gridfeed::app::RegisterInspect);
-  add(gridfeed::app::RegisterTables);
-  add(gridfeed::app::RegisterSamples);
-  add(gridfeed::app::RegisterRun);
-  add(gridfeed::app::RegisterAudit);
-  add(gridfeed::app::RegisterPlan);
-  add(gridfeed::app::RegisterBench);
-  CLI::App* version = app.add_subcommand("version", "Print the version and the device probe");
-  if (argc > 1 && argv[1][0] != '-') {  // CLI11 would say "A subcommand is required"
-    bool known = false;
+  using Register = gridfeed::app::Runner (*)(CLI::App&);
+  const std::pair<const char*, Register> commands[] = {
+      {"prep", gridfeed::app::RegisterPrep},     {"inspect", gridfeed::app::RegisterInspect},
+      {"tables", gridfeed::app::RegisterTables}, {"samples", gridfeed::app::RegisterSamples},
+      {"run", gridfeed::app::RegisterRun},       {"audit", gridfeed::app::RegisterAudit},
+      {"plan", gridfeed::app::RegisterPlan},     {"bench", gridfeed::app::RegisterBench}};
+  // A named subcommand registers its own options only: all of them take about 500 KB of
+  // heap, and every page of it is a fault at start-up on every rank. --help and the like
+  // (no subcommand first) see them all.
+  const char* named = argc > 1 && argv[1][0] != '-' ? argv[1] : nullptr;
+  if (named != nullptr) {  // CLI11 would say "A subcommand is required"
+    bool known = std::string(named) == "version";
     std::string names;
-    for (const CLI::App* sub : app.get_subcommands({})) {
-      known = known || sub->get_name() == argv[1];
-      names += (names.empty() ? "" : ", ") + sub->get_name();
+    for (const auto& [name, reg] : commands) {
+      known = known || std::string(name) == named;
+      names += std::string(names.empty() ? "" : ", ") + name;
     }
     if (!known) {
-      std::fprintf(stderr, "gridfeed: unknown subcommand '%s'; one of %s (see --help)\n", argv[1],
-                   names.c_str());
+      std::fprintf(stderr, "gridfeed: unknown subcommand '%s'; one of %s, version (see --help)\n",
+                   named, names.c_str());
       return 2;
     }
   }
+  for (const auto& [name, reg] : commands) {
+    if (named != nullptr && std::string(name) != named) continue;
+    const size_t before = app.get_subcommands({}).size();
+    auto runner = reg(app);
+    CLI::App* sub = app.get_subcommands({})[before];
+    if (sub->get_name() != name) {  // the table above names each Register's subcommand
+      std::fprintf(stderr, "gridfeed: internal error: '%s' registered as '%s'\n", name,
+                   sub->get_name().c_str());
+      return 70;
+    }
+    runners[sub] = std::move(runner);
+  }
+  CLI::App* version = app.add_subcommand("version", "Print the version and the device probe");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -22,7 +22,7 @@ namespace gridfeed::io {
 
 struct TempSlot {
   std::atomic<int> state{0};
-  char path[4096];
+  char path[4096] = {};  // zero-initialized: the slots need no start-up code (constinit below)
 };
 
 namespace {
@@ -68,7 +68,7 @@ struct SlotChunk {
   TempSlot slots[kSlotsPerChunk];
   std::atomic<SlotChunk*> next{nullptr};
 };
-SlotChunk g_first_chunk;
+constinit SlotChunk g_first_chunk;  // in .bss: its 256 KiB are touched only when used
 
 std::atomic<SlotChunk*> g_hint{&g_first_chunk};  // where the last registration found room
 
