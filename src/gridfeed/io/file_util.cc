@@ -179,6 +179,12 @@ Status TempFile::StartWriteback() {
   return Status::Ok();
 }
 
+void TempFile::StartWriteback(size_t offset, size_t size) {
+  if (fd_ < 0 || size == 0) return;
+  ::sync_file_range(fd_, static_cast<off64_t>(offset), static_cast<off64_t>(size),
+                    SYNC_FILE_RANGE_WRITE);  // a hint, as above
+}
+
 Status TempFile::Close() {
   if (synced_) return Status::Ok();
   if (done_ || fd_ < 0) return Internal("Close of a finished temporary for '" + target_ + "'");

@@ -39,6 +39,9 @@ class TempFile {
   // Starts the writeback without waiting for it (PublishAll's writers: the later fsync mostly
   // waits for work already under way). The descriptor stays open until Close.
   Status StartWriteback();
+  // The same for bytes [offset, offset + size) only (a writer starts each piece's writeback as
+  // soon as it is written, so the disk works while the rest is copied).
+  void StartWriteback(size_t offset, size_t size);
   // Close(), rename over target and (with `sync_dir`) fsync the directory. On failure the
   // temporary is removed.
   Status Publish(bool sync_dir = true);
