@@ -93,7 +93,7 @@ Status OfflineWriter::Put(const order::OutputArray& array) {
     // Every descriptor this writer holds (kept temporaries and writes in flight) stays within
     // limit_; near it, a write syncs and closes its file at once.
     room_freed_.wait(lock, [&] { return kept_open_ + in_flight_ < limit_; });
-    sync_now = kept_open_ + in_flight_ + 1 > limit_ - spare_;
+    sync_now = array.sync_at_once || kept_open_ + in_flight_ + 1 > limit_ - spare_;
     ++in_flight_;
   }
   Result<io::TempFile> f = WriteArray(array, sync_now);

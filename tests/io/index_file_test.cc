@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "testing/paths.h"
+#include "testing/synthetic_store.h"
 
 namespace gridfeed::io {
 namespace {
@@ -39,34 +40,7 @@ std::vector<std::byte> HandIndex(bool multimodal) {
 
 // An index of `s` sequences of 1 or 2 int32 tokens, one document each (the parts of the full
 // check hold 2^21 entries, so s > 2^21 crosses a part boundary).
-std::vector<std::byte> LongIndex(uint64_t s) {
-  std::vector<int32_t> lens(s);
-  std::vector<int64_t> ptrs(s), docs(s + 1);
-  int64_t at = 0;
-  for (uint64_t i = 0; i < s; ++i) {
-    lens[i] = 1 + static_cast<int32_t>(i % 2);
-    ptrs[i] = at;
-    at += lens[i] * 4;
-    docs[i] = static_cast<int64_t>(i);
-  }
-  docs[s] = static_cast<int64_t>(s);
-  std::vector<std::byte> b(9);
-  std::memcpy(b.data(), kIndexMagic, 9);
-  auto put = [&](const void* p, size_t n) {
-    auto* c = static_cast<const std::byte*>(p);
-    b.insert(b.end(), c, c + n);
-  };
-  const uint64_t version = 1, d = s + 1;
-  const uint8_t code = 4;
-  put(&version, 8);
-  put(&code, 1);
-  put(&s, 8);
-  put(&d, 8);
-  put(lens.data(), s * 4);
-  put(ptrs.data(), s * 8);
-  put(docs.data(), d * 8);
-  return b;
-}
+std::vector<std::byte> LongIndex(uint64_t s) { return gridfeed::testing::SyntheticIndex(s, 1); }
 
 // The full check read through a descriptor (MappedFileReader) and through the mapping gives the
 // same verdict, naming the same element, for damage on either side of a part boundary.

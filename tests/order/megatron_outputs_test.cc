@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "testing/paths.h"
+#include "testing/synthetic_store.h"
 
 namespace gridfeed::order {
 namespace {
@@ -19,6 +21,8 @@ namespace {
 class CopyingSink final : public ArraySink {
  public:
   Status Put(const OutputArray& a) override {
+    std::lock_guard<std::mutex> lock(mu);  // early writes come from threads of their own
+    synced_at_once[a.path] = a.sync_at_once;
     const auto* p = static_cast<const char*>(a.data);
     copies[a.path].assign(p, p + a.size_bytes);
     told_written[a.path] = static_cast<bool>(a.written);
@@ -30,7 +34,8 @@ class CopyingSink final : public ArraySink {
     return Status::Ok();
   }
   std::map<std::string, std::vector<char>> copies;
-  std::map<std::string, bool> told_written, released;
+  std::map<std::string, bool> told_written, released, synced_at_once;
+  std::mutex mu;
 };
 
 TEST(MegatronTables, EachDatasetGoesToTheSinkAndItsPagesGoBackAsWritten) {
@@ -56,6 +61,43 @@ TEST(MegatronTables, EachDatasetGoesToTheSinkAndItsPagesGoBackAsWritten) {
     EXPECT_TRUE(sink.told_written[a.path]);
     ASSERT_GE(a.size_bytes, 4096u);
     EXPECT_TRUE(sink.released[a.path]);
+  }
+}
+
+// A dataset with a drawing thread (2^20 document-index entries and up): each table goes to the
+// sink as soon as it is final, to be synced at once, while the build goes on; a document index
+// the walk still reads after (several epochs) keeps its pages.
+TEST(MegatronTables, LargeTablesGoToTheSinkAsEachIsFinal) {
+  const std::string prefix = gridfeed::testing::ScratchDir("early_tables") + "/c";
+  ASSERT_TRUE(gridfeed::testing::WriteSyntheticStore(prefix, (uint64_t{1} << 20) + 4096, 2));
+  for (const char* samples : {"100000", "400000"}) {  // one epoch (of 164K samples); three
+    SCOPED_TRACE(samples);
+    config::JobOptions o;
+    o.data.data_path = {prefix};
+    o.data.split = "100,0,0";
+    o.data.seq_length = 16;
+    o.data.train_samples = samples;
+    o.data.valid_samples = "0";
+    o.data.test_samples = "0";
+    auto in_memory = MegatronTables(o, nullptr);
+    ASSERT_TRUE(in_memory.ok()) << in_memory.status().ToString();
+    CopyingSink sink;
+    auto early = MegatronTables(o, &sink);
+    ASSERT_TRUE(early.ok()) << early.status().ToString();
+    EXPECT_TRUE(early->arrays.empty());
+    ASSERT_EQ(in_memory->arrays.size(), 3u);
+    const bool one_epoch = std::string(samples) == "100000";
+    for (const OutputArray& a : in_memory->arrays) {
+      SCOPED_TRACE(a.path);
+      ASSERT_EQ(sink.copies.count(a.path), 1u);
+      const auto* p = static_cast<const char*>(a.data);
+      EXPECT_TRUE(sink.copies[a.path] == std::vector<char>(p, p + a.size_bytes));
+      EXPECT_TRUE(sink.synced_at_once[a.path]) << "not written early";
+      const bool kept = !one_epoch && a.path.find("document_index") != std::string::npos;
+      EXPECT_EQ(sink.told_written[a.path], !kept);
+      ASSERT_GE(a.size_bytes, 4096u);
+      EXPECT_EQ(sink.released[a.path], !kept);
+    }
   }
 }
 

@@ -3,12 +3,16 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <numeric>
 #include <random>
 #include <span>
+#include <thread>
 #include <vector>
 
 #include "gridfeed/order/gpt_tables.h"
+#include "gridfeed/order/megatron/table_files.h"
 #include "gridfeed/order/numpy_random.h"
 
 namespace gridfeed::order {
@@ -216,9 +220,50 @@ TEST(Properties, BuildsWithAFullStreamDrawAsOneRandomState) {
       c.seed = 77;
       c.seq_length = 64;
       if (epochs > 0) c.num_samples = static_cast<int64_t>(epochs * tokens / c.seq_length);
+      // Each table as it was when the build called it final, and where it was.
+      struct Final {
+        int calls = 0;
+        bool read_after = false;
+        std::vector<char> bytes;
+        const void* at = nullptr;
+        std::thread::id thread;
+      };
+      std::mutex mu;
+      std::map<GptTable, Final> finals;
+      c.table_final = [&](GptTable table, const GptTables& t, bool read_after) {
+        const OutputArray a = MidArray("", t, table, nullptr, false);
+        std::lock_guard<std::mutex> lock(mu);
+        Final& f = finals[table];
+        ++f.calls;
+        f.read_after = read_after;
+        const char* p = static_cast<const char*>(a.data);
+        f.bytes.assign(p, p + a.size_bytes);
+        f.at = a.data;
+        f.thread = std::this_thread::get_id();
+      };
       auto t = BuildGptTables(len, 0, docs, c);
       ASSERT_TRUE(t.ok()) << t.status().ToString();
       const int64_t E = t->num_epochs, n = t->num_samples();
+      if (chunk == 1) {
+        EXPECT_TRUE(finals.empty()) << "told of tables without a drawing thread";
+      } else {
+        ASSERT_EQ(finals.size(), 3u);
+        for (GptTable table :
+             {GptTable::kDocumentIndex, GptTable::kSampleIndex, GptTable::kShuffleIndex}) {
+          SCOPED_TRACE(static_cast<int>(table));
+          const Final& f = finals[table];
+          EXPECT_EQ(f.calls, 1);
+          const OutputArray a = MidArray("", *t, table, nullptr, false);
+          EXPECT_EQ(f.at, a.data) << "moved after it was final";
+          const char* p = static_cast<const char*>(a.data);
+          EXPECT_TRUE(f.bytes == std::vector<char>(p, p + a.size_bytes))
+              << "changed after it was final";
+          // Only a document index of several epochs is read after (by the walk).
+          EXPECT_EQ(f.read_after, table == GptTable::kDocumentIndex && E > 1);
+        }
+        EXPECT_NE(finals[GptTable::kShuffleIndex].thread, std::this_thread::get_id());
+        EXPECT_EQ(finals[GptTable::kSampleIndex].thread, std::this_thread::get_id());
+      }
       NumpyRandomState rng(c.seed);
       std::vector<int32_t> doc(static_cast<size_t>(docs * E));
       for (size_t i = 0; i < doc.size(); ++i) doc[i] = static_cast<int32_t>(i % docs);

@@ -141,10 +141,12 @@ class PageArray {
 
   // Gives back the whole pages that hold only entries before `n`, which read as zero after:
   // for a table copied out front to back, so the copy and the table are not both held whole.
-  void ReleaseFront(size_t n) {
-    const size_t bytes =
-        std::min(n, size_) * sizeof(T) / page_array_internal::kPage * page_array_internal::kPage;
-    if (bytes) ::madvise(base_, bytes, MADV_DONTNEED);
+  void ReleaseFront(size_t n) { ReleaseFrontOf(data(), std::min(n, size_) * sizeof(T)); }
+  // The same through the memory alone, for a holder of data() (the memory does not move with
+  // the PageArray): the whole pages among the first `bytes` bytes of `data`.
+  static void ReleaseFrontOf(const T* data, size_t bytes) {
+    bytes = bytes / page_array_internal::kPage * page_array_internal::kPage;
+    if (bytes) ::madvise(const_cast<T*>(data), bytes, MADV_DONTNEED);
   }
 
   size_t size() const { return size_; }

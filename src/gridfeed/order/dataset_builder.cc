@@ -51,6 +51,17 @@ Status BuildMidTables(std::array<std::optional<SplitDataset>, 3>& splits, const 
             bytes.subspan(static_cast<size_t>(begin) * 4, static_cast<size_t>(end - begin) * 4));
       };
       g.drawer_idle = drawer_idle;
+      if (c.on_table_final) {
+        // Called where nothing may throw (the drawing thread): a table whose write did not
+        // start is written by on_mid_built.
+        g.table_final = [&c, split = jobs[j].split, k = jobs[j].mid](
+                            GptTable table, const GptTables& t, bool read_after) noexcept {
+          try {
+            c.on_table_final(split, k, table, t, read_after);
+          } catch (const std::exception&) {
+          }
+        };
+      }
       g.copy_lengths = [ds = m.dataset.get()](int64_t begin, int64_t end, int32_t* out) {
         return ds->CopySequenceLengths(begin, end, out);
       };

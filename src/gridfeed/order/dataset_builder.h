@@ -59,6 +59,11 @@ struct DatasetConfig {
   // contents (a writer gives their pages back as it writes them) and then sets
   // `tables.contents_released`: only their sizes and scalars are read after it.
   std::function<Status(int split, size_t k, MidDataset& m)> on_mid_built;
+  // Called as each table of a mid-level dataset is final (GptTablesConfig::table_final), before
+  // its on_mid_built, on whichever thread finished it; concurrently from several threads.
+  // `tables` are the ones on_mid_built then sees in `m.tables` (the same memory).
+  std::function<void(int split, size_t k, GptTable table, const GptTables& tables, bool read_after)>
+      on_table_final;
 };
 
 struct MidDataset {

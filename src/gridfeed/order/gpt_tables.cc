@@ -420,6 +420,7 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
     auto tell_idle = [&] {
       if (told_idle) return;
       told_idle = true;
+      if (c.table_final) c.table_final(GptTable::kShuffleIndex, t, /*read_after=*/false);
       if (c.drawer_idle) c.drawer_idle();
     };
     constexpr size_t kSlice = 4096;  // about 50 us of swaps: the stream holds ms of draws
@@ -493,6 +494,10 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
       walk(t.sample_index32);
     }
     copy_ids(n_seq);  // the walk stops once it has its samples
+    if (two_threads && c.table_final) {
+      c.table_final(GptTable::kDocumentIndex, t, /*read_after=*/false);
+      c.table_final(GptTable::kSampleIndex, t, /*read_after=*/false);
+    }
     buffer = PageArray<int32_t>();
   } else {
     FillEpochs(begin, end, E, t.document_index);
@@ -506,6 +511,9 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
     }
     doc_seconds = t0.Seconds();
     t0 = Stopwatch();
+    if (two_threads && c.table_final) {
+      c.table_final(GptTable::kDocumentIndex, t, /*read_after=*/true);
+    }
     pages_ready.wait();
     if (t.sample_index_is_int64) {
       WalkSampleIndex<int64_t>(t.document_index, dense, begin, c.seq_length, n, c.add_extra_token,
@@ -513,6 +521,9 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
     } else {
       WalkSampleIndex<int32_t>(t.document_index, dense, begin, c.seq_length, n, c.add_extra_token,
                                t.sample_index32);
+    }
+    if (two_threads && c.table_final) {
+      c.table_final(GptTable::kSampleIndex, t, /*read_after=*/false);
     }
     buffer = PageArray<int32_t>();
   }

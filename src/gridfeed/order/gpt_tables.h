@@ -16,6 +16,9 @@
 
 namespace gridfeed::order {
 
+struct GptTables;
+enum class GptTable { kDocumentIndex, kSampleIndex, kShuffleIndex };
+
 struct GptTablesConfig {
   int64_t seq_length = 0;
   uint32_t seed = 0;
@@ -30,6 +33,14 @@ struct GptTablesConfig {
   // idles until the build ends, so work waiting for a core can start. Not called where the
   // build draws on the calling thread alone.
   std::function<void()> drawer_idle;
+  // If set: told once of each table as soon as it is final (the shuffle index on the drawing
+  // thread, the others on the calling thread), while the build goes on, so that a writer can
+  // copy it out beside the rest (the disk writes the document index back during the walk).
+  // Only where the build has two threads, and only once nothing can fail: the build then
+  // returns `tables`, with each table's entries unchanged at the same address (a PageArray's
+  // memory does not move with it). `read_after`: the build still reads the table (the walk
+  // reads a document index of several epochs); its pages must stay.
+  std::function<void(GptTable table, const GptTables& tables, bool read_after)> table_final;
   // If set, copies lengths[begin, end) into `out` faster than element by element through the
   // span (io::IndexedDataset::CopySequenceLengths); false: not done, the span is read.
   using CopyLengths = std::function<bool(int64_t begin, int64_t end, int32_t* out)>;

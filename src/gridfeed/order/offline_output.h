@@ -36,6 +36,10 @@ struct OutputArray {
   // cache holds them), a piece at a time: the owner may give their pages back, so the file's
   // pages reuse the table's (no first touch of fresh memory; rank 0's peak stays one copy).
   std::function<void(size_t bytes)> written;
+  // A writer that can syncs this file as soon as it is written rather than with the others
+  // at the end: for an array handed over while the build goes on, whose flush to the disk
+  // (on a virtual disk, the host's) then overlaps the rest of the build.
+  bool sync_at_once = false;
 };
 
 // One JSON file. `spread`: its top-level keys are the Python result's own keys (a summary
@@ -70,7 +74,8 @@ struct OfflineOutput {
                       values.data(),
                       values.size_bytes(),
                       std::move(owner),
-                      {}});
+                      {},
+                      false});
   }
   template <typename T>
   void AddView(std::string path, const PageArray<T>& values, std::vector<int64_t> shape,

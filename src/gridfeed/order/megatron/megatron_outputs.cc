@@ -2,48 +2,28 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gridfeed/order/megatron/megatron_floor.h"
 #include "gridfeed/order/megatron/megatron_pipeline.h"
+#include "gridfeed/order/megatron/table_files.h"
 #include "gridfeed/order/registry.h"
 
 namespace gridfeed::order {
 
 namespace {
 
-// Gives the pages of `a`'s first `bytes` back (whole pages; written to a file already).
-template <typename T>
-std::function<void(size_t)> ReleaseAsWritten(PageArray<T>& a) {
-  return [&a](size_t bytes) { a.ReleaseFront(bytes / sizeof(T)); };
-}
-
-// A mid-level dataset's three tables as Megatron's builder caches them, under `dir`. With
-// `release` (the same tables, held by the caller alone), each array's pages are given back as
-// a writer writes them (OutputArray::written).
+// A mid-level dataset's three tables as Megatron's builder caches them, under `dir`.
 std::vector<OutputArray> MidArrays(const std::string& dir, const GptTables& t,
-                                   const std::shared_ptr<const void>& owner,
-                                   GptTables* release = nullptr) {
-  OfflineOutput out;
-  auto add = [&](const char* name, const auto& array, auto* mine, std::vector<int64_t> shape) {
-    out.AddView(dir + name, array, std::move(shape), owner);
-    if (release != nullptr) out.arrays.back().written = ReleaseAsWritten(*mine);
-  };
-  GptTables* r = release;
-  add("document_index.npy", t.document_index, r ? &r->document_index : nullptr, {});
-  const int64_t rows = t.num_samples() + 1;
-  if (t.sample_index_is_int64) {
-    add("sample_index.npy", t.sample_index64, r ? &r->sample_index64 : nullptr, {rows, 2});
-  } else {
-    add("sample_index.npy", t.sample_index32, r ? &r->sample_index32 : nullptr, {rows, 2});
+                                   const std::shared_ptr<const void>& owner) {
+  std::vector<OutputArray> arrays;
+  for (GptTable which :
+       {GptTable::kDocumentIndex, GptTable::kSampleIndex, GptTable::kShuffleIndex}) {
+    arrays.push_back(MidArray(dir, t, which, owner, /*release_as_written=*/false));
   }
-  if (t.shuffle_index_is_int64) {
-    add("shuffle_index.npy", t.shuffle_index64, r ? &r->shuffle_index64 : nullptr, {});
-  } else {
-    add("shuffle_index.npy", t.shuffle_index32, r ? &r->shuffle_index32 : nullptr, {});
-  }
-  return std::move(out.arrays);
+  return arrays;
 }
 
 std::string MidDir(int split, size_t k) {
@@ -53,20 +33,37 @@ std::string MidDir(int split, size_t k) {
 }  // namespace
 
 Result<OfflineOutput> MegatronTables(const config::JobOptions& o, ArraySink* early) {
-  // With a sink, each dataset's tables go to it as soon as they are built.
+  // With a sink, each table goes to it as soon as it is final, and a dataset's others (built
+  // on one thread: no early writes) once its tables are built. Nothing reads the tables'
+  // entries after they are written: their pages go back as they are written, and the files'
+  // pages take them.
   decltype(DatasetConfig::on_mid_built) on_mid_built;
+  decltype(DatasetConfig::on_table_final) on_table_final;
+  std::optional<EarlyTableWrites> writes;
   if (early != nullptr) {
-    // Nothing reads the tables' entries after they are written: their pages go back as they
-    // are written, and the files' pages take them.
-    on_mid_built = [early](int split, size_t k, MidDataset& m) -> Status {
-      const std::vector<OutputArray> arrays =
-          MidArrays(MidDir(split, k), m.tables, nullptr, &m.tables);
+    writes.emplace(early);
+    on_table_final = [&writes](int split, size_t k, GptTable table, const GptTables& t,
+                               bool read_after) {
+      writes->Start(split, k, MidDir(split, k), table, t, read_after);
+    };
+    on_mid_built = [early, &writes](int split, size_t k, MidDataset& m) -> Status {
+      bool written[3];
+      Status st = writes->Finish(split, k, written);
+      std::vector<OutputArray> rest;
+      for (GptTable which :
+           {GptTable::kDocumentIndex, GptTable::kSampleIndex, GptTable::kShuffleIndex}) {
+        if (!written[static_cast<int>(which)]) {
+          rest.push_back(MidArray(MidDir(split, k), m.tables, which, nullptr, true));
+        }
+      }
       m.tables.contents_released = true;
-      return early->PutAll(arrays);
+      GRIDFEED_RETURN_IF_ERROR(st);
+      return early->PutAll(rest);
     };
   }
-  GRIDFEED_ASSIGN_OR_RETURN(BuiltDatasets built,
-                            BuildMegatronDatasets(o.data, false, std::move(on_mid_built)));
+  GRIDFEED_ASSIGN_OR_RETURN(
+      BuiltDatasets built,
+      BuildMegatronDatasets(o.data, false, std::move(on_mid_built), std::move(on_table_final)));
   const auto b = std::make_shared<const BuiltDatasets>(std::move(built));
   OfflineOutput out;
   nlohmann::json summary = nlohmann::json::object();

@@ -306,14 +306,17 @@ SampleOptions MegatronSampleOptions(const config::DataOptions& o) {
   return s;
 }
 
-Result<BuiltDatasets> BuildMegatronDatasets(const config::DataOptions& o, bool digest_indexes,
-                                            decltype(DatasetConfig::on_mid_built) on_mid_built) {
+Result<BuiltDatasets> BuildMegatronDatasets(
+    const config::DataOptions& o, bool digest_indexes,
+    decltype(DatasetConfig::on_mid_built) on_mid_built,
+    decltype(DatasetConfig::on_table_final) on_table_final) {
   config::JobOptions job;
   job.data = o;
   GRIDFEED_RETURN_IF_ERROR(config::Validate(job));
   GRIDFEED_ASSIGN_OR_RETURN(DatasetConfig c, MegatronDatasetConfig(o));
   c.digest_indexes = digest_indexes;
   c.on_mid_built = std::move(on_mid_built);
+  c.on_table_final = std::move(on_table_final);
   GRIDFEED_ASSIGN_OR_RETURN(BuiltDatasets b, BuildDatasets(c));
   for (const auto& w : b.warnings) log::Warn(w);
   double doc = 0, sample = 0, shuffle = 0;
