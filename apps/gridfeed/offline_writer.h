@@ -16,8 +16,9 @@
 namespace gridfeed::app {
 
 // The files of one output folder. Arrays handed to Put while the pipeline still builds are
-// written at once as unpublished temporaries (their writeback overlapping the build); Finish
-// writes the rest, then syncs every file and publishes them together. Until Finish succeeds
+// written at once as unpublished temporaries (their writeback overlapping the build, and
+// their sync too where OutputArray::sync_at_once asks); Finish writes the rest, then syncs
+// every file not yet synced and publishes them together. Until Finish succeeds
 // nothing is published: the destructor removes the temporaries and the folders it made that
 // are still empty. Put is thread safe; Finish is called once, after the last Put returned.
 class OfflineWriter final : public order::ArraySink {

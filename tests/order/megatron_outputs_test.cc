@@ -23,6 +23,7 @@ class CopyingSink final : public ArraySink {
   Status Put(const OutputArray& a) override {
     std::lock_guard<std::mutex> lock(mu);  // early writes come from threads of their own
     synced_at_once[a.path] = a.sync_at_once;
+    ++puts[a.path];
     const auto* p = static_cast<const char*>(a.data);
     copies[a.path].assign(p, p + a.size_bytes);
     told_written[a.path] = static_cast<bool>(a.written);
@@ -35,6 +36,7 @@ class CopyingSink final : public ArraySink {
   }
   std::map<std::string, std::vector<char>> copies;
   std::map<std::string, bool> told_written, released, synced_at_once;
+  std::map<std::string, int> puts;
   std::mutex mu;
 };
 
@@ -90,6 +92,7 @@ TEST(MegatronTables, LargeTablesGoToTheSinkAsEachIsFinal) {
     for (const OutputArray& a : in_memory->arrays) {
       SCOPED_TRACE(a.path);
       ASSERT_EQ(sink.copies.count(a.path), 1u);
+      EXPECT_EQ(sink.puts[a.path], 1);
       const auto* p = static_cast<const char*>(a.data);
       EXPECT_TRUE(sink.copies[a.path] == std::vector<char>(p, p + a.size_bytes));
       EXPECT_TRUE(sink.synced_at_once[a.path]) << "not written early";

@@ -71,6 +71,18 @@ cmp -s "$WORK/v1/tokens.npy" "$WORK/v2/tokens.npy" || fail "--split-name replace
 
 # Plain errors.
 refused subcommand "unknown subcommand 'frobnicate'" "$GRIDFEED" frobnicate
+# Each subcommand registers its own options when named first: its help, the top-level help
+# (all of them) and `version` still work.
+for sub in prep inspect tables samples run audit plan bench; do
+  "${T[@]}" "$GRIDFEED" $sub --help > "$WORK/help_$sub.out" 2>&1 || fail "$sub --help"
+  grep -q -- "Usage: .* $sub" "$WORK/help_$sub.out" || { cat "$WORK/help_$sub.out"; fail "$sub --help: no usage"; }
+  grep -q -- "--" "$WORK/help_$sub.out" || fail "$sub --help lists no option"
+done
+"${T[@]}" "$GRIDFEED" --help > "$WORK/help.out" 2>&1 || fail "--help"
+for sub in prep inspect tables samples run audit plan bench version; do
+  grep -q "^  $sub " "$WORK/help.out" || { cat "$WORK/help.out"; fail "--help lacks $sub"; }
+done
+"${T[@]}" "$GRIDFEED" version | grep -q "^gridfeed " || fail "version"
 mkdir -p "$WORK/badidx"
 printf 'NOTMAGIC\001\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000' \
   > "$WORK/badidx/x.idx"

@@ -172,17 +172,11 @@ TempFile::TempFile(TempFile&& o) noexcept
 
 TempFile::~TempFile() { Discard(); }
 
-Status TempFile::StartWriteback() {
-  if (fd_ < 0) return Status::Ok();
-  // Only a hint (the later fsync waits for the rest), so its result does not matter.
-  ::sync_file_range(fd_, 0, 0, SYNC_FILE_RANGE_WRITE);
-  return Status::Ok();
-}
-
 void TempFile::StartWriteback(size_t offset, size_t size) {
   if (fd_ < 0 || size == 0) return;
+  // Only a hint (Close's fsync waits for the rest), so its result does not matter.
   ::sync_file_range(fd_, static_cast<off64_t>(offset), static_cast<off64_t>(size),
-                    SYNC_FILE_RANGE_WRITE);  // a hint, as above
+                    SYNC_FILE_RANGE_WRITE);
 }
 
 Status TempFile::Close() {

@@ -36,11 +36,9 @@ class TempFile {
   // fsync + close; idempotent once it succeeded. On failure (IoError naming the file) the
   // temporary is removed.
   Status Close();
-  // Starts the writeback without waiting for it (PublishAll's writers: the later fsync mostly
-  // waits for work already under way). The descriptor stays open until Close.
-  Status StartWriteback();
-  // The same for bytes [offset, offset + size) only (a writer starts each piece's writeback as
-  // soon as it is written, so the disk works while the rest is copied).
+  // Starts the writeback of bytes [offset, offset + size) without waiting for it (WriteTemp,
+  // a piece at a time: the later fsync waits for work already under way). A hint: nothing is
+  // reported. The descriptor stays open until Close.
   void StartWriteback(size_t offset, size_t size);
   // Close(), rename over target and (with `sync_dir`) fsync the directory. On failure the
   // temporary is removed.

@@ -25,6 +25,9 @@ struct Job {
 
 Status BuildMidTables(std::array<std::optional<SplitDataset>, 3>& splits, const DatasetConfig& c,
                       const std::function<void()>& drawer_idle) {
+  if (c.on_table_final && !c.on_mid_built) {
+    return Internal("DatasetConfig::on_table_final without on_mid_built, where its writes end");
+  }
   std::vector<Job> jobs;
   for (int i = 0; i < 3; ++i) {
     if (!splits[i]) continue;

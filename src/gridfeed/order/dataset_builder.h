@@ -61,7 +61,9 @@ struct DatasetConfig {
   std::function<Status(int split, size_t k, MidDataset& m)> on_mid_built;
   // Called as each table of a mid-level dataset is final (GptTablesConfig::table_final), before
   // its on_mid_built, on whichever thread finished it; concurrently from several threads.
-  // `tables` are the ones on_mid_built then sees in `m.tables` (the same memory).
+  // `tables` is valid during the call only; the table's entries stay at their address until
+  // on_mid_built (then in `m.tables`), which must be set too: it is where a writer that
+  // started here waits for its write.
   std::function<void(int split, size_t k, GptTable table, const GptTables& tables, bool read_after)>
       on_table_final;
 };

@@ -48,7 +48,12 @@ Result<OfflineOutput> MegatronTables(const config::JobOptions& o, ArraySink* ear
     };
     on_mid_built = [early, &writes](int split, size_t k, MidDataset& m) -> Status {
       bool written[3];
-      Status st = writes->Finish(split, k, written);
+      GRIDFEED_RETURN_IF_ERROR(writes->Finish(split, k, written));
+      // A table the build read after its write (a document index of several epochs) kept
+      // its pages: they go back now.
+      if (written[static_cast<int>(GptTable::kDocumentIndex)]) {
+        m.tables.document_index.ReleaseFront(m.tables.document_index.size());
+      }
       std::vector<OutputArray> rest;
       for (GptTable which :
            {GptTable::kDocumentIndex, GptTable::kSampleIndex, GptTable::kShuffleIndex}) {
@@ -57,7 +62,6 @@ Result<OfflineOutput> MegatronTables(const config::JobOptions& o, ArraySink* ear
         }
       }
       m.tables.contents_released = true;
-      GRIDFEED_RETURN_IF_ERROR(st);
       return early->PutAll(rest);
     };
   }

@@ -2,7 +2,6 @@
 
 #include <exception>
 #include <list>
-#include <system_error>
 #include <utility>
 
 namespace gridfeed::order {
@@ -45,6 +44,8 @@ OutputArray MidArray(const std::string& dir, const GptTables& t, GptTable which,
 }
 
 EarlyTableWrites::~EarlyTableWrites() {
+  // Unreached with writes left: every dataset whose tables were told final reaches its
+  // on_mid_built, which calls Finish (DatasetConfig). Joined all the same, never detached.
   for (Write& w : writes_) {
     if (w.thread.joinable()) w.thread.join();
   }
@@ -67,13 +68,9 @@ void EarlyTableWrites::Start(int split, size_t k, const std::string& dir, GptTab
         *status = Internal("writing '" + a.path + "': " + e.what());
       }
     };
-    try {
-      one.back().thread = std::thread([put, a = std::move(array)] { put(a); });
-    } catch (const std::system_error&) {  // no thread to be had: written here
-      OutputArray here = MidArray(dir, t, which, nullptr, !read_after);
-      here.sync_at_once = true;
-      put(here);
-    }
+    // The last step: a thread that cannot be had (std::system_error) leaves the write to
+    // on_mid_built, not to this thread (the drawing thread, which the applier waits on).
+    one.back().thread = std::thread([put, a = std::move(array)] { put(a); });
   } catch (const std::exception&) {
     return;  // not started (the thread, if any, started only as the last step)
   }

@@ -24,8 +24,8 @@ OutputArray MidArray(const std::string& dir, const GptTables& t, GptTable which,
                      std::shared_ptr<const void> owner, bool release_as_written);
 
 // Writes of tables started as they are final; each mid-level dataset's are waited for by
-// Finish. Start and Finish are thread safe. The destructor waits for every write still under
-// way (only after a failed build: each dataset's Finish waits otherwise).
+// Finish, which its on_mid_built calls before the tables can go (the tables' memory must
+// outlive the writes). Start and Finish are thread safe.
 class EarlyTableWrites {
  public:
   explicit EarlyTableWrites(ArraySink* sink) : sink_(sink) {}
@@ -34,8 +34,8 @@ class EarlyTableWrites {
   EarlyTableWrites& operator=(const EarlyTableWrites&) = delete;
 
   // Puts table `which` of `t` (final, unchanged at its address until Finish for this dataset)
-  // to the sink as "{dir}" + its file name, on a new thread (here, where none can be had).
-  // `read_after`: the build still reads it, so its pages stay.
+  // to the sink as "{dir}" + its file name, on a new thread; where none can be had, nothing
+  // (Finish says it was not written). `read_after`: the build still reads it, so its pages stay.
   void Start(int split, size_t k, const std::string& dir, GptTable which, const GptTables& t,
              bool read_after) noexcept;
   // Waits for dataset (split, k)'s writes: the first error, and in `written` which tables
