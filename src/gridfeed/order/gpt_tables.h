@@ -39,7 +39,8 @@ struct GptTablesConfig {
   // Only where the build has two threads, and only once nothing can fail: the build then
   // returns `tables`, with each table's entries unchanged at the same address (a PageArray's
   // memory does not move with it). `read_after`: the build still reads the table (the walk
-  // reads a document index of several epochs); its pages must stay.
+  // reads a document index of several epochs); its pages must stay. Of `tables` it may read
+  // that table and the sizes and flags (the build writes no table object after it allocates).
   std::function<void(GptTable table, const GptTables& tables, bool read_after)> table_final;
   // If set, copies lengths[begin, end) into `out` faster than element by element through the
   // span (io::IndexedDataset::CopySequenceLengths); false: not done, the span is read.
