@@ -99,8 +99,8 @@ class NumpyRandomState {
   }
 
   // RandomState.shuffle of a 1-D array: for i = n-1 .. 1, swap x[i] with x[Interval(i)].
-  // The permutation does not depend on T. Swap targets are drawn a block ahead and
-  // prefetched, which hides the random-access latency of large arrays.
+  // The permutation does not depend on T. Swap targets are drawn and prefetched a fixed
+  // number of swaps ahead, which hides the random-access latency of large arrays.
   template <typename T>
   void Shuffle(std::span<T> x) {
     size_t i = x.size();
@@ -122,23 +122,32 @@ std::vector<int64_t> TorchRandperm(int64_t n, uint64_t seed);
 
 template <typename T>
 void NumpyRandomState::ShuffleSome(std::span<T> x, size_t& i, size_t swaps) {
-  constexpr size_t kAhead = 64;
-  size_t targets[kAhead];
-  // Positions i-1 .. 1 get swapped, in that order.
-  while (i > 1 && swaps > 0) {
-    const size_t block = std::min({kAhead, i - 1, swaps});
-    for (size_t k = 0; k < block; ++k) {
-      const size_t max = i - 1 - k;
-      targets[k] = max <= 0xffffffffu ? Interval32(static_cast<uint32_t>(max))
-                                      : static_cast<size_t>(Interval(max));
-      __builtin_prefetch(&x[targets[k]], 1);
-    }
-    for (size_t k = 0; k < block; ++k) {
-      std::swap(x[i - 1 - k], x[targets[k]]);
-    }
-    i -= block;
-    swaps -= block;
+  // Positions i-1 .. 1 get swapped, in that order, for at most `swaps` of them. Each target is
+  // drawn and prefetched kAhead swaps before its swap, in a window that slides one swap at a
+  // time (blocks drawn then swapped waited a whole miss at each block's start).
+  constexpr size_t kAhead = 32;  // a power of two
+  const size_t count = std::min(i > 1 ? i - 1 : 0, swaps);
+  if (count == 0) return;
+  auto draw = [this](size_t max) {
+    return max <= 0xffffffffu ? size_t{Interval32(static_cast<uint32_t>(max))}
+                              : static_cast<size_t>(Interval(max));
+  };
+  size_t ring[kAhead];  // the target of swap k in slot k % kAhead
+  const size_t lead = std::min(kAhead, count);
+  for (size_t k = 0; k < lead; ++k) {
+    ring[k] = draw(i - 1 - k);
+    __builtin_prefetch(&x[ring[k]], 1);
   }
+  size_t k = 0;
+  for (; k + kAhead < count; ++k) {
+    const size_t target = ring[k % kAhead];
+    const size_t next = draw(i - 1 - (k + kAhead));
+    ring[k % kAhead] = next;
+    __builtin_prefetch(&x[next], 1);
+    std::swap(x[i - 1 - k], x[target]);
+  }
+  for (; k < count; ++k) std::swap(x[i - 1 - k], x[ring[k % kAhead]]);
+  i -= count;
 }
 
 }  // namespace gridfeed::order
