@@ -8,6 +8,7 @@
 #include <numeric>
 #include <random>
 #include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -285,6 +286,48 @@ TEST(Properties, BuildsWithAFullStreamDrawAsOneRandomState) {
       separate += t->separate_final_epoch ? 1 : 0;
     }
   EXPECT_EQ(separate, 4);
+}
+
+// The stream's consumer keeps a window of 32 prefetched targets: documents around that size
+// (the window not filled, filled exactly, one past it) on the stream path, one epoch and
+// several, draw as one RandomState.
+TEST(Properties, SmallBuildsOnTheStreamDrawAsOneRandomState) {
+  for (int docs : {2, 3, 31, 32, 33, 34, 65}) {
+    for (int64_t samples : {int64_t{0}, int64_t{200}}) {  // 0: one epoch; 200: several
+      SCOPED_TRACE(std::to_string(docs) + " documents, " + std::to_string(samples) + " samples");
+      std::vector<int32_t> lengths(static_cast<size_t>(docs));
+      for (int d = 0; d < docs; ++d) lengths[static_cast<size_t>(d)] = 3 + d % 5;
+      io::LeSpan<int32_t> len(reinterpret_cast<const std::byte*>(lengths.data()), lengths.size());
+      GptTablesConfig c;
+      c.two_threads_from = 0;  // a drawing thread and a stream even for a few documents
+      c.testing_draw_chunk = 16;
+      c.seed = 5;
+      c.seq_length = 4;
+      if (samples > 0) c.num_samples = samples;
+      auto t = BuildGptTables(len, 0, docs, c);
+      ASSERT_TRUE(t.ok()) << t.status().ToString();
+      const int64_t E = t->num_epochs, n = t->num_samples();
+      if (samples > 0) {
+        EXPECT_GT(E, 1);
+      }
+      NumpyRandomState rng(c.seed);
+      std::vector<int32_t> doc(static_cast<size_t>(docs * E));
+      for (size_t i = 0; i < doc.size(); ++i) doc[i] = static_cast<int32_t>(i % docs);
+      const size_t last =
+          t->separate_final_epoch ? static_cast<size_t>(docs * (E - 1)) : doc.size();
+      rng.Shuffle(std::span<int32_t>(doc.data(), last));
+      rng.Shuffle(std::span<int32_t>(doc.data() + last, doc.size() - last));
+      EXPECT_TRUE(
+          std::equal(doc.begin(), doc.end(), t->document_index.begin(), t->document_index.end()));
+      const int64_t first = t->separate_final_epoch ? t->num_samples_sans_final_epoch : n;
+      std::vector<uint32_t> shuffle(static_cast<size_t>(n));
+      std::iota(shuffle.begin(), shuffle.end(), 0u);
+      rng.Shuffle(std::span<uint32_t>(shuffle.data(), static_cast<size_t>(first)));
+      rng.Shuffle(std::span<uint32_t>(shuffle.data() + first, static_cast<size_t>(n - first)));
+      EXPECT_TRUE(std::equal(shuffle.begin(), shuffle.end(), t->shuffle_index32.begin(),
+                             t->shuffle_index32.end()));
+    }
+  }
 }
 
 // Megatron's build_sample_idx as its loop reads (sample by sample, taking documents until

@@ -265,25 +265,30 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   // While the lengths are read, another thread faults in the lower half, which one epoch (the
   // usual large build) fills with the pairs next: a fresh page costs the kernel a zeroing, and
   // on a virtual machine a fault in the host as well (146.5M documents: the pairs' 586 MB took
-  // 1 s of the build on one thread). Stopped and given back if the build has several epochs.
+  // 1 s of the build on one thread). Stopped and given back if the build has several epochs;
+  // stopped once the pairs are written otherwise (it must not fault back pages the walk
+  // gives back). `faulted`: bytes it has faulted in, which the memory check below counts.
   std::atomic<bool> stop_faulting{false};
+  std::atomic<size_t> faulted{0};
   std::thread faulting;
-  if (n_seq >= c.two_threads_from) {
+  if (n_seq > 0 && n_seq >= c.two_threads_from) {
     try {
-      faulting = std::thread([&buffer, n_seq, &stop_faulting] {
-        constexpr size_t kStep = size_t{64} << 20;
-        auto* const lower = reinterpret_cast<std::byte*>(buffer.data());
-        const size_t bytes = static_cast<size_t>(n_seq) * sizeof(int32_t);
-        for (size_t at = 0; at < bytes && !stop_faulting.load(std::memory_order_relaxed);
-             at += kStep) {
-          PopulateForWrite(lower + at, std::min(kStep, bytes - at));
-        }
-      });
-    } catch (const std::system_error&) {  // no thread: the pairs fault their pages themselves
+      faulting = std::thread(
+          [lower = reinterpret_cast<std::byte*>(buffer.data()), n_seq, &stop_faulting, &faulted] {
+            constexpr size_t kStep = size_t{8} << 20;  // stops within a few ms when told
+            const size_t bytes = static_cast<size_t>(n_seq) * sizeof(int32_t);
+            for (size_t at = 0; at < bytes && !stop_faulting.load(std::memory_order_relaxed);
+                 at += kStep) {
+              const size_t step = std::min(kStep, bytes - at);
+              if (!PopulateForWrite(lower + at, step)) return;  // not supported: the pairs fault
+              faulted.fetch_add(step, std::memory_order_relaxed);
+            }
+          });
+    } catch (const std::exception&) {  // no thread: the pairs fault their pages themselves
     }
   }
   // Stopped and joined on every return (it faults pages of `buffer`, declared before it).
-  // Faulting a present page is a no-op, so it may run on beside the pairs' writes.
+  // Faulting a page already written is a no-op, so it may run on beside the pairs' writes.
   struct JoinOnExit {
     std::thread& t;
     std::atomic<bool>& stop;
@@ -364,10 +369,13 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
   t.sample_index_is_int64 =
       std::max<int64_t>(n_seq * E, max_length) > std::numeric_limits<int32_t>::max();
   {
-    // The tables still to fault in (one epoch: the pairs' half of `buffer`, then the document
-    // index and the sample index, in pages the pairs give back as the walk passes them).
+    // The tables still to fault in (one epoch: the pairs' half of `buffer`, less what the
+    // faulting thread has done, then the document index and the sample index, in pages the
+    // pairs give back as the walk passes them).
     const double entries = static_cast<double>(n + 1);
-    const double bytes = 4.0 * static_cast<double>(E == 1 ? n_seq : n_seq * E) +
+    const double pairs_left = 4.0 * static_cast<double>(n_seq) -
+                              static_cast<double>(faulted.load(std::memory_order_relaxed));
+    const double bytes = (E == 1 ? pairs_left : 4.0 * static_cast<double>(n_seq * E)) +
                          entries * (t.sample_index_is_int64 ? 16 : 8) +
                          entries * (t.shuffle_index_is_int64 ? 8 : 4);
     GRIDFEED_RETURN_IF_ERROR(CheckMemoryFor(
@@ -512,6 +520,10 @@ Result<GptTables> BuildGptTables(io::LeSpan<int32_t> lengths, int64_t begin, int
       pairs[2 * i] = static_cast<int32_t>(begin + i);
       pairs[2 * i + 1] = len;
     }
+    // Every lower-half page is written: the faulting thread has nothing left to do, and must
+    // not fault back the pages the walk gives back.
+    stop_faulting.store(true, std::memory_order_relaxed);
+    if (faulting.joinable()) faulting.join();
     shuffle_doc(static_cast<size_t>(n_seq), PairSwap{pairs},
                 [pairs](size_t t) { __builtin_prefetch(pairs + 2 * t, 1); });
     doc_seconds = t0.Seconds();

@@ -155,7 +155,9 @@ struct GptTablesTimes {
 // same order) it uses two threads: one draws the document-index swap targets in Megatron's order
 // and hands them to the other, which applies them and builds the sample index; whenever the
 // hand-over is full, the first also skips a second generator past those draws and shuffles the
-// shuffle index with it (its length follows from the token count alone). The tables live in
+// shuffle index with it (its length follows from the token count alone). From as many
+// documents, a third thread faults in the pairs' memory (below) while the lengths are read,
+// until the pairs are written (joined before the swaps). The tables live in
 // PageArrays (uninitialised, huge pages); beside them the build holds one dense copy of the split's
 // lengths (4 bytes per sequence). With one epoch they travel with the document ids through
 // the shuffle as (id, length) pairs, which the sample-index walk gives back as it copies the

@@ -128,6 +128,7 @@ void NumpyRandomState::ShuffleSome(std::span<T> x, size_t& i, size_t swaps) {
   constexpr size_t kAhead = 32;  // a power of two
   const size_t count = std::min(i > 1 ? i - 1 : 0, swaps);
   if (count == 0) return;
+  const size_t top = i - 1;  // a local: stores through x could alias `i`
   auto draw = [this](size_t max) {
     return max <= 0xffffffffu ? size_t{Interval32(static_cast<uint32_t>(max))}
                               : static_cast<size_t>(Interval(max));
@@ -135,18 +136,18 @@ void NumpyRandomState::ShuffleSome(std::span<T> x, size_t& i, size_t swaps) {
   size_t ring[kAhead];  // the target of swap k in slot k % kAhead
   const size_t lead = std::min(kAhead, count);
   for (size_t k = 0; k < lead; ++k) {
-    ring[k] = draw(i - 1 - k);
+    ring[k] = draw(top - k);
     __builtin_prefetch(&x[ring[k]], 1);
   }
   size_t k = 0;
   for (; k + kAhead < count; ++k) {
     const size_t target = ring[k % kAhead];
-    const size_t next = draw(i - 1 - (k + kAhead));
+    const size_t next = draw(top - (k + kAhead));
     ring[k % kAhead] = next;
     __builtin_prefetch(&x[next], 1);
-    std::swap(x[i - 1 - k], x[target]);
+    std::swap(x[top - k], x[target]);
   }
-  for (; k < count; ++k) std::swap(x[i - 1 - k], x[ring[k % kAhead]]);
+  for (; k < count; ++k) std::swap(x[top - k], x[ring[k % kAhead]]);
   i -= count;
 }
 
