@@ -40,14 +40,22 @@ class CopyingSink final : public ArraySink {
   std::mutex mu;
 };
 
-TEST(MegatronTables, EachDatasetGoesToTheSinkAndItsPagesGoBackAsWritten) {
+// Options of a train split of `samples` samples over all of `prefix`.
+config::JobOptions TrainOnly(const std::string& prefix, int64_t seq_length, const char* samples) {
   config::JobOptions o;
-  o.data.data_path = {gridfeed::testing::GoldenDir() + "/corpora/corpus_u16"};
+  o.data.data_path = {prefix};
   o.data.split = "100,0,0";
-  o.data.seq_length = 64;
-  o.data.train_samples = "20000";  // many epochs: every table spans pages
+  o.data.seq_length = seq_length;
+  o.data.train_samples = samples;
   o.data.valid_samples = "0";
   o.data.test_samples = "0";
+  return o;
+}
+
+TEST(MegatronTables, EachDatasetGoesToTheSinkAndItsPagesGoBackAsWritten) {
+  // Many epochs: every table spans pages.
+  const config::JobOptions o =
+      TrainOnly(gridfeed::testing::GoldenDir() + "/corpora/corpus_u16", 64, "20000");
   auto in_memory = MegatronTables(o, nullptr);
   ASSERT_TRUE(in_memory.ok()) << in_memory.status().ToString();
   CopyingSink sink;
@@ -68,19 +76,13 @@ TEST(MegatronTables, EachDatasetGoesToTheSinkAndItsPagesGoBackAsWritten) {
 
 // A dataset with a drawing thread (2^20 document-index entries and up): each table goes to the
 // sink as soon as it is final, to be synced at once, while the build goes on; a document index
-// the walk still reads after (several epochs) keeps its pages.
+// the walk still reads after (several epochs) keeps its pages while it is written.
 TEST(MegatronTables, LargeTablesGoToTheSinkAsEachIsFinal) {
   const std::string prefix = gridfeed::testing::ScratchDir("early_tables") + "/c";
   ASSERT_TRUE(gridfeed::testing::WriteSyntheticStore(prefix, (uint64_t{1} << 20) + 4096, 2));
   for (const char* samples : {"100000", "400000"}) {  // one epoch (of 164K samples); three
     SCOPED_TRACE(samples);
-    config::JobOptions o;
-    o.data.data_path = {prefix};
-    o.data.split = "100,0,0";
-    o.data.seq_length = 16;
-    o.data.train_samples = samples;
-    o.data.valid_samples = "0";
-    o.data.test_samples = "0";
+    const config::JobOptions o = TrainOnly(prefix, 16, samples);
     auto in_memory = MegatronTables(o, nullptr);
     ASSERT_TRUE(in_memory.ok()) << in_memory.status().ToString();
     CopyingSink sink;

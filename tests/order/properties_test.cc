@@ -196,6 +196,28 @@ INSTANTIATE_TEST_SUITE_P(Order, TablesProperty,
                                             ::testing::Values(int64_t{10}, int64_t{900},
                                                               int64_t{4000})));
 
+// The tables of `docs` documents equal one RandomState(seed) drawing the document index's
+// segments (all epochs at once, or the last apart) and then the shuffle index's two parts.
+void ExpectDrawnAsOneRandomState(const GptTables& t, int docs, uint32_t seed) {
+  const int64_t E = t.num_epochs, n = t.num_samples();
+  NumpyRandomState rng(seed);
+  std::vector<int32_t> doc(static_cast<size_t>(docs * E));
+  for (size_t i = 0; i < doc.size(); ++i) doc[i] = static_cast<int32_t>(i % docs);
+  const size_t last = t.separate_final_epoch ? static_cast<size_t>(docs * (E - 1)) : doc.size();
+  rng.Shuffle(std::span<int32_t>(doc.data(), last));
+  rng.Shuffle(std::span<int32_t>(doc.data() + last, doc.size() - last));
+  EXPECT_TRUE(std::equal(doc.begin(), doc.end(), t.document_index.begin(), t.document_index.end()))
+      << "document index, " << E << " epochs";
+  const int64_t first = t.separate_final_epoch ? t.num_samples_sans_final_epoch : n;
+  std::vector<uint32_t> shuffle(static_cast<size_t>(n));
+  std::iota(shuffle.begin(), shuffle.end(), 0u);
+  rng.Shuffle(std::span<uint32_t>(shuffle.data(), static_cast<size_t>(first)));
+  rng.Shuffle(std::span<uint32_t>(shuffle.data() + first, static_cast<size_t>(n - first)));
+  EXPECT_TRUE(std::equal(shuffle.begin(), shuffle.end(), t.shuffle_index32.begin(),
+                         t.shuffle_index32.end()))
+      << "shuffle index, " << E << " epochs";
+}
+
 // Builds whose stream to the applier fills (small chunks; and the default, where 600K draws
 // may or may not fill it), so the drawing thread skips a second generator and shuffles the
 // shuffle index between its pushes; and builds with no drawing thread: the tables must equal
@@ -244,13 +266,12 @@ TEST(Properties, BuildsWithAFullStreamDrawAsOneRandomState) {
       };
       auto t = BuildGptTables(len, 0, docs, c);
       ASSERT_TRUE(t.ok()) << t.status().ToString();
-      const int64_t E = t->num_epochs, n = t->num_samples();
+      const int64_t E = t->num_epochs;
       if (chunk == 1) {
         EXPECT_TRUE(finals.empty()) << "told of tables without a drawing thread";
       } else {
         ASSERT_EQ(finals.size(), 3u);
-        for (GptTable table :
-             {GptTable::kDocumentIndex, GptTable::kSampleIndex, GptTable::kShuffleIndex}) {
+        for (GptTable table : kGptTables) {
           SCOPED_TRACE(static_cast<int>(table));
           const Final& f = finals[table];
           EXPECT_EQ(f.calls, 1);
@@ -265,24 +286,7 @@ TEST(Properties, BuildsWithAFullStreamDrawAsOneRandomState) {
         EXPECT_NE(finals[GptTable::kShuffleIndex].thread, std::this_thread::get_id());
         EXPECT_EQ(finals[GptTable::kSampleIndex].thread, std::this_thread::get_id());
       }
-      NumpyRandomState rng(c.seed);
-      std::vector<int32_t> doc(static_cast<size_t>(docs * E));
-      for (size_t i = 0; i < doc.size(); ++i) doc[i] = static_cast<int32_t>(i % docs);
-      const size_t last =
-          t->separate_final_epoch ? static_cast<size_t>(docs * (E - 1)) : doc.size();
-      rng.Shuffle(std::span<int32_t>(doc.data(), last));
-      rng.Shuffle(std::span<int32_t>(doc.data() + last, doc.size() - last));
-      ASSERT_TRUE(
-          std::equal(doc.begin(), doc.end(), t->document_index.begin(), t->document_index.end()))
-          << "document index, " << E << " epochs";
-      const int64_t first = t->separate_final_epoch ? t->num_samples_sans_final_epoch : n;
-      std::vector<uint32_t> shuffle(static_cast<size_t>(n));
-      std::iota(shuffle.begin(), shuffle.end(), 0u);
-      rng.Shuffle(std::span<uint32_t>(shuffle.data(), static_cast<size_t>(first)));
-      rng.Shuffle(std::span<uint32_t>(shuffle.data() + first, static_cast<size_t>(n - first)));
-      ASSERT_TRUE(std::equal(shuffle.begin(), shuffle.end(), t->shuffle_index32.begin(),
-                             t->shuffle_index32.end()))
-          << "shuffle index, " << E << " epochs";
+      ExpectDrawnAsOneRandomState(*t, docs, c.seed);
       separate += t->separate_final_epoch ? 1 : 0;
     }
   EXPECT_EQ(separate, 4);
@@ -306,26 +310,11 @@ TEST(Properties, SmallBuildsOnTheStreamDrawAsOneRandomState) {
       if (samples > 0) c.num_samples = samples;
       auto t = BuildGptTables(len, 0, docs, c);
       ASSERT_TRUE(t.ok()) << t.status().ToString();
-      const int64_t E = t->num_epochs, n = t->num_samples();
+      const int64_t E = t->num_epochs;
       if (samples > 0) {
         EXPECT_GT(E, 1);
       }
-      NumpyRandomState rng(c.seed);
-      std::vector<int32_t> doc(static_cast<size_t>(docs * E));
-      for (size_t i = 0; i < doc.size(); ++i) doc[i] = static_cast<int32_t>(i % docs);
-      const size_t last =
-          t->separate_final_epoch ? static_cast<size_t>(docs * (E - 1)) : doc.size();
-      rng.Shuffle(std::span<int32_t>(doc.data(), last));
-      rng.Shuffle(std::span<int32_t>(doc.data() + last, doc.size() - last));
-      EXPECT_TRUE(
-          std::equal(doc.begin(), doc.end(), t->document_index.begin(), t->document_index.end()));
-      const int64_t first = t->separate_final_epoch ? t->num_samples_sans_final_epoch : n;
-      std::vector<uint32_t> shuffle(static_cast<size_t>(n));
-      std::iota(shuffle.begin(), shuffle.end(), 0u);
-      rng.Shuffle(std::span<uint32_t>(shuffle.data(), static_cast<size_t>(first)));
-      rng.Shuffle(std::span<uint32_t>(shuffle.data() + first, static_cast<size_t>(n - first)));
-      EXPECT_TRUE(std::equal(shuffle.begin(), shuffle.end(), t->shuffle_index32.begin(),
-                             t->shuffle_index32.end()));
+      ExpectDrawnAsOneRandomState(*t, docs, c.seed);
     }
   }
 }

@@ -42,31 +42,14 @@ void ReadLengths(io::LeSpan<int32_t> lengths, int64_t begin, int64_t end,
   for (int64_t i = 0; i < end - begin; ++i) out[i] = lengths[static_cast<size_t>(begin + i)];
 }
 
-// Consumer side of a numpy shuffle of n elements whose swap targets come from `draws`: each
-// target is prefetched (`prefetch(target)`) kAhead swaps before its swap (`swap(i, target)`),
-// a window that slides one swap at a time, so kAhead misses stay in flight. (Blocks of kAhead,
-// prefetched then swapped, waited a full miss at each block's start: 146.5M documents,
-// 2.9-4.5 s of swaps against 2.2-2.9 s, alternated on one VM.)
+// Consumer side of a numpy shuffle of n elements whose swap targets come from `draws`:
+// swap(i, target) at positions n - 1 .. 1, each target prefetched ahead (PrefetchedSwaps).
 template <typename Swap, typename Prefetch>
 void ApplyShuffleWith(size_t n, DrawStream& draws, Swap swap, Prefetch prefetch) {
-  constexpr size_t kAhead = 32;  // a power of two
   if (n < 2) return;
-  const size_t swaps = n - 1;  // at positions n - 1 .. 1
-  uint32_t ring[kAhead];       // target k in slot k % kAhead, prefetched kAhead swaps ahead
-  const size_t lead = std::min(kAhead, swaps);
-  for (size_t k = 0; k < lead; ++k) {
-    ring[k] = draws.Pop();
-    prefetch(ring[k]);
-  }
-  size_t k = 0;
-  for (; k + kAhead < swaps; ++k) {
-    const uint32_t target = ring[k % kAhead];
-    const uint32_t next = draws.Pop();
-    ring[k % kAhead] = next;
-    prefetch(next);
-    swap(n - 1 - k, target);
-  }
-  for (; k < swaps; ++k) swap(n - 1 - k, ring[k % kAhead]);
+  PrefetchedSwaps<uint32_t>(
+      n - 1, [&draws] { return draws.Pop(); }, prefetch,
+      [&swap, n](size_t k, uint32_t target) { swap(n - 1 - k, target); });
 }
 
 // A swap of (id, length) pairs, x[2 i] and x[2 i + 1], moved as one 8-byte unit.

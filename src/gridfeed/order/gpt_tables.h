@@ -18,6 +18,8 @@ namespace gridfeed::order {
 
 struct GptTables;
 enum class GptTable { kDocumentIndex, kSampleIndex, kShuffleIndex };
+inline constexpr GptTable kGptTables[] = {GptTable::kDocumentIndex, GptTable::kSampleIndex,
+                                          GptTable::kShuffleIndex};
 
 struct GptTablesConfig {
   int64_t seq_length = 0;

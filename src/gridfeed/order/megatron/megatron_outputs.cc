@@ -19,8 +19,7 @@ namespace {
 std::vector<OutputArray> MidArrays(const std::string& dir, const GptTables& t,
                                    const std::shared_ptr<const void>& owner) {
   std::vector<OutputArray> arrays;
-  for (GptTable which :
-       {GptTable::kDocumentIndex, GptTable::kSampleIndex, GptTable::kShuffleIndex}) {
+  for (GptTable which : kGptTables) {
     arrays.push_back(MidArray(dir, t, which, owner, /*release_as_written=*/false));
   }
   return arrays;
@@ -55,8 +54,7 @@ Result<OfflineOutput> MegatronTables(const config::JobOptions& o, ArraySink* ear
         m.tables.document_index.ReleaseFront(m.tables.document_index.size());
       }
       std::vector<OutputArray> rest;
-      for (GptTable which :
-           {GptTable::kDocumentIndex, GptTable::kSampleIndex, GptTable::kShuffleIndex}) {
+      for (GptTable which : kGptTables) {
         if (!written[static_cast<int>(which)]) {
           rest.push_back(MidArray(MidDir(split, k), m.tables, which, nullptr, true));
         }

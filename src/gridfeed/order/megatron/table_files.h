@@ -47,7 +47,7 @@ class EarlyTableWrites {
     int split;
     size_t k;
     GptTable table;
-    std::thread thread;  // not joinable where the write ran on the caller's thread
+    std::thread thread;  // always started: a write without a thread is not recorded
     std::shared_ptr<Status> status;
   };
   ArraySink* const sink_;
