@@ -1,0 +1,176 @@
+#include "gridfeed/text/hf/tokenizer_config.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "gridfeed/io/file_util.h"
+#include "gridfeed/text/hf/components.h"
+
+namespace gridfeed::text::hf {
+namespace {
+
+using nlohmann::json;
+
+// A tokenizer_config.json holds a few templates and flags; bound before reading.
+constexpr uint64_t kMaxConfigBytes = 64ull << 20;
+
+Result<std::optional<json>> ReadJsonIfPresent(const std::string& file) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return std::optional<json>();
+  const uint64_t size = std::filesystem::file_size(file, ec);
+  if (ec) return NotFound("cannot read '" + file + "': " + ec.message());
+  if (size > kMaxConfigBytes) {
+    return InvalidArgument(file + ": " + std::to_string(size) + " bytes, more than " +
+                           std::to_string(kMaxConfigBytes) + " (not a tokenizer config)");
+  }
+  GRIDFEED_ASSIGN_OR_RETURN(std::string text, io::ReadFileToString(file));
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidArgument(file + ": not valid JSON");
+  if (!j.is_object()) return InvalidArgument(file + ": not a JSON object");
+  return std::optional<json>(std::move(j));
+}
+
+Result<bool> Flag(const json& o, const char* key, bool def, const JsonWhere& w) {
+  auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return def;
+  if (!it->is_boolean()) return InvalidArgument(w.Field(key).str() + ": not a boolean");
+  return it->get<bool>();
+}
+
+// An AddedToken object as Python's AddedToken(**dict) makes it: normalized defaults to
+// !special.
+Result<AddedToken> TokenObject(const json& o, const JsonWhere& w) {
+  AddedToken t;
+  auto c = o.find("content");
+  if (c == o.end() || !c->is_string()) {
+    return InvalidArgument(w.Field("content").str() + ": missing or not a string");
+  }
+  t.content = c->get<std::string>();
+  GRIDFEED_ASSIGN_OR_RETURN(t.special, Flag(o, "special", false, w));
+  GRIDFEED_ASSIGN_OR_RETURN(t.single_word, Flag(o, "single_word", false, w));
+  GRIDFEED_ASSIGN_OR_RETURN(t.lstrip, Flag(o, "lstrip", false, w));
+  GRIDFEED_ASSIGN_OR_RETURN(t.rstrip, Flag(o, "rstrip", false, w));
+  GRIDFEED_ASSIGN_OR_RETURN(t.normalized, Flag(o, "normalized", !t.special, w));
+  return t;
+}
+
+// A special token value: "<s>" or {"content": "<s>", ...}; null is absent.
+Result<std::optional<SpecialTokenValue>> SpecialValue(const json& v, const JsonWhere& w) {
+  if (v.is_null()) return std::optional<SpecialTokenValue>();
+  SpecialTokenValue s;
+  if (v.is_string()) {
+    s.is_string = true;
+    s.token.content = v.get<std::string>();
+    s.token.special = true;
+    s.token.normalized = false;
+  } else if (v.is_object()) {
+    GRIDFEED_ASSIGN_OR_RETURN(s.token, TokenObject(v, w));
+  } else {
+    return InvalidArgument(w.str() + ": a special token is a string or {\"content\": ...}");
+  }
+  return std::optional<SpecialTokenValue>(std::move(s));
+}
+
+Status ApplySpecials(const json& j, const JsonWhere& w, TokenizerConfig* c) {
+  for (const char* key : kSpecialTokenKeys) {
+    auto it = j.find(key);
+    if (it == j.end()) continue;
+    GRIDFEED_ASSIGN_OR_RETURN(auto v, SpecialValue(*it, w.Field(key)));
+    if (v) {
+      c->specials[key] = std::move(*v);
+    } else {
+      c->specials.erase(key);
+    }
+  }
+  if (auto it = j.find("additional_special_tokens"); it != j.end() && !it->is_null()) {
+    const JsonWhere aw = w.Field("additional_special_tokens");
+    if (!it->is_array()) return InvalidArgument(aw.str() + ": not a list");
+    c->additional_special_tokens.clear();
+    for (size_t i = 0; i < it->size(); ++i) {
+      GRIDFEED_ASSIGN_OR_RETURN(auto v, SpecialValue((*it)[i], aw.Index(i)));
+      if (v) c->additional_special_tokens.push_back(std::move(*v));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::optional<bool>> OptFlag(const json& j, const char* key, const JsonWhere& w) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::optional<bool>();
+  if (!it->is_boolean()) return InvalidArgument(w.Field(key).str() + ": not a boolean");
+  return std::optional<bool>(it->get<bool>());
+}
+
+}  // namespace
+
+Result<TokenizerConfig> ReadTokenizerConfig(const std::string& folder) {
+  namespace fs = std::filesystem;
+  TokenizerConfig c;
+  const std::string cfg_file = (fs::path(folder) / "tokenizer_config.json").string();
+  GRIDFEED_ASSIGN_OR_RETURN(auto cfg, ReadJsonIfPresent(cfg_file));
+  if (cfg) {
+    const json& j = *cfg;
+    const JsonWhere w{cfg_file, ""};
+    if (auto it = j.find("tokenizer_class"); it != j.end() && !it->is_null()) {
+      if (!it->is_string())
+        return InvalidArgument(w.Field("tokenizer_class").str() + ": not a string");
+      c.tokenizer_class = it->get<std::string>();
+    }
+    GRIDFEED_RETURN_IF_ERROR(ApplySpecials(j, w, &c));
+    GRIDFEED_ASSIGN_OR_RETURN(c.add_bos_token, OptFlag(j, "add_bos_token", w));
+    GRIDFEED_ASSIGN_OR_RETURN(c.add_eos_token, OptFlag(j, "add_eos_token", w));
+    GRIDFEED_ASSIGN_OR_RETURN(c.add_prefix_space, OptFlag(j, "add_prefix_space", w));
+    if (auto it = j.find("chat_template"); it != j.end() && !it->is_null()) {
+      const JsonWhere tw = w.Field("chat_template");
+      if (it->is_string()) {
+        c.chat_template = it->get<std::string>();
+      } else if (it->is_array()) {
+        // A list of {name, template}: transformers uses the one named "default".
+        for (size_t i = 0; i < it->size(); ++i) {
+          const json& e = (*it)[i];
+          auto n = e.is_object() ? e.find("name") : e.end();
+          auto t = e.is_object() ? e.find("template") : e.end();
+          if (!e.is_object() || n == e.end() || t == e.end() || !n->is_string() ||
+              !t->is_string()) {
+            return InvalidArgument(tw.Index(i).str() + ": expected {\"name\", \"template\"}");
+          }
+          if (n->get<std::string>() == "default") c.chat_template = t->get<std::string>();
+        }
+      } else {
+        return InvalidArgument(tw.str() + ": a string or a list of {name, template}");
+      }
+    }
+    if (auto it = j.find("added_tokens_decoder"); it != j.end() && !it->is_null()) {
+      const JsonWhere aw = w.Field("added_tokens_decoder");
+      if (!it->is_object()) return InvalidArgument(aw.str() + ": not an object");
+      for (const auto& [key, value] : it->items()) {
+        char* end = nullptr;
+        const long long id = std::strtoll(key.c_str(), &end, 10);
+        if (key.empty() || *end != '\0' || id < 0 || id > INT32_MAX) {
+          return InvalidArgument(aw.Field(key).str() + ": the key is not a token id");
+        }
+        if (!value.is_object()) return InvalidArgument(aw.Field(key).str() + ": not an object");
+        GRIDFEED_ASSIGN_OR_RETURN(AddedToken t, TokenObject(value, aw.Field(key)));
+        c.added_tokens_decoder.emplace_back(id, std::move(t));
+      }
+      std::sort(c.added_tokens_decoder.begin(), c.added_tokens_decoder.end(),
+                [](const auto& a, const auto& b) { return a.first < b.first; });
+    }
+  }
+  const std::string map_file = (fs::path(folder) / "special_tokens_map.json").string();
+  GRIDFEED_ASSIGN_OR_RETURN(auto map, ReadJsonIfPresent(map_file));
+  if (map) GRIDFEED_RETURN_IF_ERROR(ApplySpecials(*map, JsonWhere{map_file, ""}, &c));
+  const std::string jinja = (fs::path(folder) / "chat_template.jinja").string();
+  std::error_code ec;
+  if (fs::exists(jinja, ec)) {
+    if (fs::file_size(jinja, ec) > kMaxConfigBytes) {
+      return InvalidArgument(jinja + ": larger than " + std::to_string(kMaxConfigBytes) + " bytes");
+    }
+    GRIDFEED_ASSIGN_OR_RETURN(std::string t, io::ReadFileToString(jinja));
+    c.chat_template = std::move(t);
+  }
+  return c;
+}
+
+}  // namespace gridfeed::text::hf
