@@ -1,11 +1,16 @@
 #include "offline_writer.h"
 
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -46,8 +51,46 @@ void OnTwoThreads(size_t n, const std::function<void(size_t)>& work) {
 
 }  // namespace
 
-OfflineWriter::OfflineWriter(std::string dir)
-    : dir_(std::move(dir)), limit_(std::max<size_t>(io::OpenFileRoom(kWantedOpenFiles), 1)) {
+Result<std::unique_ptr<OfflineWriter>> OfflineWriter::Create(const std::string& out, bool replace) {
+  namespace fs = std::filesystem;
+  if (out.empty()) return InvalidArgument("--out: an output folder is needed");
+  std::error_code ec;
+  const fs::file_status st = fs::status(out, ec);
+  if (fs::exists(st)) {
+    if (!fs::is_directory(st)) {
+      return FailedPrecondition("--out '" + out + "' exists and is not a folder");
+    }
+    fs::directory_iterator it(out, ec);
+    if (ec) return IoError("--out '" + out + "': cannot list it: " + ec.message());
+    if (it != fs::directory_iterator() && !replace) {
+      return FailedPrecondition(
+          "--out '" + out + "' is not empty (it holds '" + it->path().filename().string() +
+          "'); pass --replace to replace the folder as a whole, or choose an empty or new one");
+    }
+  }
+  // The staging folder beside the output: the same file system, so one rename swaps it in.
+  fs::path target = fs::path(out).lexically_normal();
+  if (!target.has_filename()) target = target.parent_path();
+  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (!fs::is_directory(parent, ec)) {
+    return NotFound("--out '" + out + "': its parent folder '" + parent.string() +
+                    "' does not exist");
+  }
+  const std::string staging = (parent / ("." + target.filename().string() + ".gridfeed-staging." +
+                                         std::to_string(::getpid())))
+                                  .string();
+  fs::remove_all(staging, ec);  // a stale one of a killed run with this pid
+  if (::mkdir(staging.c_str(), 0777) != 0) {
+    return IoError("cannot make the staging folder '" + staging + "' for --out '" + out +
+                   "': " + std::strerror(errno));
+  }
+  return std::unique_ptr<OfflineWriter>(new OfflineWriter(out, staging));
+}
+
+OfflineWriter::OfflineWriter(std::string out, std::string staging)
+    : out_(std::move(out)),
+      dir_(std::move(staging)),
+      limit_(std::max<size_t>(io::OpenFileRoom(kWantedOpenFiles), 1)) {
   // Descriptors kept for writes in flight: a temporary is kept open only below limit_ - spare_.
   spare_ = std::clamp<size_t>(limit_ / 2, 1, 16);
 }
@@ -55,8 +98,40 @@ OfflineWriter::OfflineWriter(std::string dir)
 OfflineWriter::~OfflineWriter() {
   if (finished_) return;
   for (io::TempFile& f : files_) f.Discard();
-  // Only folders this writer made, deepest first, and only while empty (rmdir fails otherwise).
-  for (auto it = made_.rbegin(); it != made_.rend(); ++it) ::rmdir(it->c_str());
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);  // this writer's own staging folder, nothing else
+}
+
+Status OfflineWriter::SwapIn() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const std::string parent = fs::path(dir_).parent_path().string();
+  if (!fs::exists(out_, ec)) {
+    if (::rename(dir_.c_str(), out_.c_str()) != 0) {
+      return IoError("cannot publish '" + out_ + "' (rename of '" + dir_ +
+                     "'): " + std::strerror(errno));
+    }
+  } else {
+    // One atomic swap: readers see the old folder or the new one. The old one then sits
+    // under the staging name and is removed.
+    if (::renameat2(AT_FDCWD, dir_.c_str(), AT_FDCWD, out_.c_str(), RENAME_EXCHANGE) != 0) {
+      if (errno != EINVAL && errno != ENOSYS) {
+        return IoError("cannot publish '" + out_ + "' (exchange with '" + dir_ +
+                       "'): " + std::strerror(errno));
+      }
+      // A file system without the exchange: the old folder moves aside first, so the output
+      // is briefly absent, never mixed.
+      const std::string aside = dir_ + ".old";
+      if (::rename(out_.c_str(), aside.c_str()) != 0 || ::rename(dir_.c_str(), out_.c_str()) != 0) {
+        return IoError("cannot publish '" + out_ + "' (rename): " + std::strerror(errno));
+      }
+      fs::remove_all(aside, ec);
+    } else {
+      fs::remove_all(dir_, ec);
+    }
+    if (ec) log::Warn("could not remove the replaced output under '" + dir_ + "': " + ec.message());
+  }
+  return io::TempFile::SyncDir(parent.empty() ? "." : parent);
 }
 
 Status OfflineWriter::EnsureFolderOf(const std::string& relative) {
@@ -162,6 +237,7 @@ Status OfflineWriter::Finish(const order::OfflineOutput& output) {
   const double write_s = SecondsSince(t0);
   const auto t1 = std::chrono::steady_clock::now();
   GRIDFEED_RETURN_IF_ERROR(io::PublishAll(files_));
+  GRIDFEED_RETURN_IF_ERROR(SwapIn());
   finished_ = true;
   size_t bytes = early_bytes_;
   for (const auto& a : arrays) bytes += a.size_bytes;
@@ -172,14 +248,16 @@ Status OfflineWriter::Finish(const order::OfflineOutput& output) {
                 files_.size(), early, static_cast<double>(bytes) / 1e6, write_s, SecondsSince(t1));
   log::Info(timing);
   std::string line = output.summary;
-  if (const size_t at = line.find("{out}"); at != std::string::npos) line.replace(at, 5, dir_);
+  if (const size_t at = line.find("{out}"); at != std::string::npos) line.replace(at, 5, out_);
   std::printf("%s\n", line.c_str());
   return Status::Ok();
 }
 
-Status WriteOfflineOutput(const order::OfflineOutput& output, const std::string& dir) {
-  OfflineWriter writer(dir);
-  return writer.Finish(output);
+Status WriteOfflineOutput(const order::OfflineOutput& output, const std::string& dir,
+                          bool replace) {
+  GRIDFEED_ASSIGN_OR_RETURN(std::unique_ptr<OfflineWriter> writer,
+                            OfflineWriter::Create(dir, replace));
+  return writer->Finish(output);
 }
 
 }  // namespace gridfeed::app

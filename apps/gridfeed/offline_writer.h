@@ -4,6 +4,7 @@
 
 #include <condition_variable>
 #include <cstddef>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_set>
@@ -15,15 +16,22 @@
 
 namespace gridfeed::app {
 
-// The files of one output folder. Arrays handed to Put while the pipeline still builds are
-// written at once as unpublished temporaries (their writeback overlapping the build, and
-// their sync too where OutputArray::sync_at_once asks); Finish writes the rest, then syncs
-// every file not yet synced and publishes them together. Until Finish succeeds
-// nothing is published: the destructor removes the temporaries and the folders it made that
-// are still empty. Put is thread safe; Finish is called once, after the last Put returned.
+// The files of one output folder, published as a whole. Everything is written into a
+// sibling staging folder (`.NAME.gridfeed-staging.PID` beside NAME); Finish swaps it in with
+// one rename (renameat2 RENAME_EXCHANGE where the output exists), so a reader sees the old
+// folder or the new one, never a mix of two runs. An output folder that is not empty is
+// refused unless `replace` is set; the old one is then removed after the swap.
+// Arrays handed to Put while the pipeline still builds are written at once as unpublished
+// temporaries (their writeback overlapping the build, and their sync too where
+// OutputArray::sync_at_once asks); Finish writes the rest, syncs every file not yet synced,
+// names them in the staging folder and swaps it in. Until Finish succeeds the output is
+// untouched: the destructor removes the staging folder. Put is thread safe; Finish is called
+// once, after the last Put returned.
 class OfflineWriter final : public order::ArraySink {
  public:
-  explicit OfflineWriter(std::string dir);
+  // FailedPrecondition naming `out` and the flag if it is a non-empty folder and !replace, or
+  // not a folder; IoError if the staging folder cannot be made.
+  static Result<std::unique_ptr<OfflineWriter>> Create(const std::string& out, bool replace);
   ~OfflineWriter() override;
   OfflineWriter(const OfflineWriter&) = delete;
   OfflineWriter& operator=(const OfflineWriter&) = delete;
@@ -40,10 +48,13 @@ class OfflineWriter final : public order::ArraySink {
   Status Finish(const order::OfflineOutput& output);
 
  private:
+  OfflineWriter(std::string out, std::string staging);
   Status EnsureFolderOf(const std::string& relative);  // REQUIRES: mu_ held
+  Status SwapIn();                                     // the staging folder becomes out_
   Result<io::TempFile> WriteArray(const order::OutputArray& a, bool sync_now);
 
-  const std::string dir_;
+  const std::string out_;
+  const std::string dir_;  // the staging folder, where every file is written
   std::mutex mu_;
   std::vector<io::TempFile> files_;          // written, not yet published
   std::vector<std::string> made_;            // folders this writer created, in creation order
@@ -57,7 +68,7 @@ class OfflineWriter final : public order::ArraySink {
   bool finished_ = false;
 };
 
-// OfflineWriter(dir).Finish(output).
-Status WriteOfflineOutput(const order::OfflineOutput& output, const std::string& dir);
+// OfflineWriter::Create(dir, replace), then Finish(output).
+Status WriteOfflineOutput(const order::OfflineOutput& output, const std::string& dir, bool replace);
 
 }  // namespace gridfeed::app

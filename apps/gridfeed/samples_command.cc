@@ -16,15 +16,19 @@ Runner RegisterSamples(CLI::App& app) {
                           config::Group::kSplitName});
   auto out = std::make_shared<std::string>();
   auto positions = std::make_shared<std::string>();
-  sub->add_option("--out", *out, "Output folder")->required();
+  auto replace = std::make_shared<bool>(false);
+  sub->add_option("--out", *out, "Output folder (new or empty; published as a whole)")->required();
+  sub->add_flag("--replace", *replace, "Replace a non-empty --out folder as a whole");
   sub->add_option("--positions", *positions, "e.g. 0:64,100,4000")->required();
   return [=]() -> Status {
     GRIDFEED_ASSIGN_OR_RETURN(config::JobOptions o, flags->Resolve());
+    GRIDFEED_ASSIGN_OR_RETURN(std::unique_ptr<OfflineWriter> writer,
+                              OfflineWriter::Create(*out, *replace));
     order::PositionRequest request;
     request.text = *positions;
     GRIDFEED_ASSIGN_OR_RETURN(order::OfflineOutput output,
                               order::KindOf(o.data).samples(o, request));
-    return WriteOfflineOutput(output, *out);
+    return writer->Finish(output);
   };
 }
 

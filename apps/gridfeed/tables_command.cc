@@ -20,17 +20,21 @@ Runner RegisterTables(CLI::App& app) {
   auto flags = std::make_shared<config::OptionFlags>(
       sub, config::Groups{config::Group::kData, config::Group::kGrid, config::Group::kBatch});
   auto out = std::make_shared<std::string>();
-  sub->add_option("--out", *out, "Output folder")->required();
-  return [flags, out]() -> Status {
+  auto replace = std::make_shared<bool>(false);
+  sub->add_option("--out", *out, "Output folder (new or empty; published as a whole)")->required();
+  sub->add_flag("--replace", *replace, "Replace a non-empty --out folder as a whole");
+  return [flags, out, replace]() -> Status {
     GRIDFEED_ASSIGN_OR_RETURN(config::JobOptions o, flags->Resolve());
     const order::PipelineKind& kind = order::KindOf(o.data);
     if (!kind.tables) return InvalidArgument(kind.no_tables);
+    // Refused before the build when --out holds another run and --replace is absent.
+    GRIDFEED_ASSIGN_OR_RETURN(std::unique_ptr<OfflineWriter> writer,
+                              OfflineWriter::Create(*out, *replace));
     // Tables done before the rest are written at once, beside the build; an interrupt then
     // removes their temporaries.
     GRIDFEED_RETURN_IF_ERROR(io::RemoveTempFilesOnSignal());
-    OfflineWriter writer(*out);
-    GRIDFEED_ASSIGN_OR_RETURN(order::OfflineOutput output, kind.tables(o, &writer));
-    return writer.Finish(output);
+    GRIDFEED_ASSIGN_OR_RETURN(order::OfflineOutput output, kind.tables(o, writer.get()));
+    return writer->Finish(output);
   };
 }
 

@@ -1,6 +1,6 @@
 // gridfeed tables' writer (apps/gridfeed/offline_writer.h): arrays handed early from several
-// threads and the rest at Finish are published together; a writer that does not finish leaves
-// no temporary and removes the folders it made.
+// threads and the rest at Finish are published together, as one folder swapped in; a writer
+// that does not finish leaves nothing; a non-empty output is refused unless replaced whole.
 #include "gridfeed/offline_writer.h"
 
 #include <gtest/gtest.h>
@@ -38,6 +38,27 @@ std::set<std::string> Tree(const std::string& dir) {
   return out;
 }
 
+// The writer for `out`; the test process ends if it cannot be made (also in a forked child).
+std::unique_ptr<OfflineWriter> Writer(const std::string& out, bool replace = false) {
+  auto w = OfflineWriter::Create(out, replace);
+  if (!w.ok()) {
+    std::fprintf(stderr, "OfflineWriter::Create: %s\n", w.status().ToString().c_str());
+    std::abort();
+  }
+  return std::move(*w);
+}
+
+// A file named `name` in the staging folder of the writer for `out`, where a folder goes next.
+void BlockInStaging(const std::string& out, const std::string& name) {
+  for (const auto& e : fs::directory_iterator(fs::path(out).parent_path())) {
+    if (e.path().filename().string().find(".gridfeed-staging.") != std::string::npos) {
+      ASSERT_TRUE(io::WriteStringToFile((e.path() / name).string(), "not a folder").ok());
+      return;
+    }
+  }
+  FAIL() << "no staging folder beside " << out;
+}
+
 order::OutputArray Array(const std::string& path, const std::vector<int32_t>& v) {
   return {path, "<i4", {static_cast<int64_t>(v.size())}, v.data(), v.size() * 4, nullptr, {}};
 }
@@ -46,14 +67,14 @@ TEST(OfflineWriter, EarlyAndLateArraysArePublishedTogether) {
   const std::string out = testing::ScratchDir("offline_writer_publish") + "/out";
   std::vector<int32_t> a = {1, 2, 3}, b = {4, 5}, c = {6};
   {
-    OfflineWriter w(out);
+    auto writer = Writer(out);
+    OfflineWriter& w = *writer;
     std::thread t1([&] { EXPECT_TRUE(w.Put(Array("train/mid_0/x.npy", a)).ok()); });
     std::thread t2([&] { EXPECT_TRUE(w.Put(Array("train/mid_1/x.npy", b)).ok()); });
     t1.join();
     t2.join();
-    // Nothing is published before Finish: only temporaries, under their own names.
-    for (const auto& f : Tree(out))
-      EXPECT_EQ(f.find("x.npy", f.size() - 5), std::string::npos) << f;
+    // Nothing is published before Finish: the output folder does not exist yet.
+    EXPECT_FALSE(fs::exists(out));
     order::OfflineOutput rest;
     rest.AddView("train/blend/y.npy", std::span<const int32_t>(c), {}, nullptr);
     rest.texts.push_back({"summary.json", "{}\n"});
@@ -73,29 +94,64 @@ TEST(OfflineWriter, UnfinishedWriterLeavesNothing) {
   const std::string out = base + "/out";
   std::vector<int32_t> a = {1, 2, 3};
   {
-    OfflineWriter w(out);
-    ASSERT_TRUE(w.Put(Array("train/mid_0/x.npy", a)).ok());
-    ASSERT_TRUE(w.Put(Array("train/mid_1/x.npy", a)).ok());
-    EXPECT_FALSE(Tree(out).empty());
+    auto w = Writer(out);
+    ASSERT_TRUE(w->Put(Array("train/mid_0/x.npy", a)).ok());
+    ASSERT_TRUE(w->Put(Array("train/mid_1/x.npy", a)).ok());
+    EXPECT_FALSE(Tree(base).empty());  // the staging folder beside `out`
+    EXPECT_FALSE(fs::exists(out));
   }  // the build failed: no Finish
-  EXPECT_FALSE(fs::exists(out)) << "left: " << *Tree(out).begin();
+  EXPECT_TRUE(Tree(base).empty()) << "left: " << *Tree(base).begin();
 }
 
-TEST(OfflineWriter, FoldersThatExistedStayAndAFailedPutNamesTheFolderAndFailsTheLaterOnes) {
+// A folder holding another run is refused (naming it and the flag) before anything is
+// written; with `replace` it is swapped out whole once the new output is complete: nothing of
+// the old run stays beside the new one, and an unfinished replacement leaves the old intact.
+TEST(OfflineWriter, ANonEmptyOutputIsRefusedOrReplacedWhole) {
   const std::string out = testing::ScratchDir("offline_writer_existing");
-  ASSERT_TRUE(io::WriteStringToFile(out + "/keep.txt", "mine").ok());
-  ASSERT_TRUE(io::WriteStringToFile(out + "/valid", "a file where a folder would go").ok());
+  ASSERT_TRUE(io::WriteStringToFile(out + "/summary.json", "old").ok());
+  fs::create_directories(out + "/train/mid_9");
+  ASSERT_TRUE(io::WriteStringToFile(out + "/train/mid_9/x.npy", "old").ok());
+  auto refused = OfflineWriter::Create(out, /*replace=*/false);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find(out), std::string::npos);
+  EXPECT_NE(refused.status().message().find("--replace"), std::string::npos);
+  const auto old_tree = Tree(out);
   std::vector<int32_t> a = {1};
   {
-    OfflineWriter w(out);
-    ASSERT_TRUE(w.Put(Array("train/mid_0/x.npy", a)).ok());
+    auto w = Writer(out, /*replace=*/true);
+    ASSERT_TRUE(w->Put(Array("train/mid_0/x.npy", a)).ok());
+  }  // failed before Finish
+  EXPECT_EQ(Tree(out), old_tree);
+  {
+    auto w = Writer(out, /*replace=*/true);
+    ASSERT_TRUE(w->Put(Array("train/mid_0/x.npy", a)).ok());
+    order::OfflineOutput rest;
+    rest.texts.push_back({"summary.json", "{}\n"});
+    ASSERT_TRUE(w->Finish(rest).ok());
+  }
+  EXPECT_EQ(Tree(out),
+            (std::set<std::string>{"summary.json", "train/", "train/mid_0/", "train/mid_0/x.npy"}));
+  EXPECT_EQ(io::ReadFileToString(out + "/summary.json").value(), "{}\n");
+  // Nothing left beside it: the staging folder and the old output are gone.
+  for (const auto& e : fs::directory_iterator(fs::path(out).parent_path())) {
+    EXPECT_EQ(e.path().filename().string().find("gridfeed-staging"), std::string::npos) << e.path();
+  }
+}
+
+TEST(OfflineWriter, AFailedPutNamesTheFileAndFailsTheLaterOnes) {
+  const std::string out = testing::ScratchDir("offline_writer_failed_put") + "/out";
+  std::vector<int32_t> a = {1};
+  {
+    auto w = Writer(out);
+    ASSERT_TRUE(w->Put(Array("train/mid_0/x.npy", a)).ok());
+    BlockInStaging(out, "valid");
     for (const char* path : {"valid/mid_0/x.npy", "train/mid_1/x.npy"}) {
-      const Status st = w.Put(Array(path, a));
+      const Status st = w->Put(Array(path, a));
       ASSERT_FALSE(st.ok()) << path;
-      EXPECT_NE(st.message().find(out + "/valid"), std::string::npos) << st.message();
+      EXPECT_NE(st.message().find("/valid"), std::string::npos) << st.message();
     }
   }
-  EXPECT_EQ(Tree(out), (std::set<std::string>{"keep.txt", "valid"}));
+  EXPECT_FALSE(fs::exists(out));
 }
 
 // `written` hears of each piece only once it is in the file: the owner may then give the
@@ -114,7 +170,8 @@ TEST(OfflineWriter, WrittenIsToldOfEachPieceOnlyOnceItIsInTheFile) {
     told.push_back(bytes);
   };
   {
-    OfflineWriter w(out);
+    auto writer = Writer(out);
+    OfflineWriter& w = *writer;
     ASSERT_TRUE(w.Put(a).ok());
     ASSERT_TRUE(w.Finish(order::OfflineOutput()).ok());
   }
@@ -143,7 +200,8 @@ TEST(OfflineWriter, PutAllWritesEveryArrayAndReturnsTheFailure) {
                                                   Array("train/mid_0/b.npy", v[1]),
                                                   Array("train/mid_0/c.npy", v[2])};
   {
-    OfflineWriter w(out);
+    auto writer = Writer(out);
+    OfflineWriter& w = *writer;
     ASSERT_TRUE(w.PutAll(arrays).ok());
     ASSERT_TRUE(w.Finish(order::OfflineOutput()).ok());
   }
@@ -154,17 +212,18 @@ TEST(OfflineWriter, PutAllWritesEveryArrayAndReturnsTheFailure) {
     EXPECT_EQ(0, std::memcmp(f->data() + f->size() - n * 4, v[k].data(), n * 4)) << arrays[k].path;
   }
 
-  const std::string blocked = testing::ScratchDir("offline_writer_put_all_fails");
-  ASSERT_TRUE(io::WriteStringToFile(blocked + "/valid", "a file where a folder would go").ok());
+  const std::string blocked = testing::ScratchDir("offline_writer_put_all_fails") + "/out";
   {
-    OfflineWriter w(blocked);
+    auto writer = Writer(blocked);
+    OfflineWriter& w = *writer;
+    BlockInStaging(blocked, "valid");
     std::vector<order::OutputArray> with_bad = arrays;
     with_bad[1].path = "valid/mid_0/b.npy";
     const Status st = w.PutAll(with_bad);
     ASSERT_FALSE(st.ok());
-    EXPECT_NE(st.message().find(blocked + "/valid"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("/valid"), std::string::npos) << st.message();
   }
-  EXPECT_EQ(Tree(blocked), (std::set<std::string>{"valid"}));
+  EXPECT_FALSE(fs::exists(blocked));
 }
 
 // Many builder threads at once under a low limit on open files: every Put waits for a
@@ -182,7 +241,8 @@ TEST(OfflineWriter, ManyConcurrentPutsStayWithinTheOpenFileLimit) {
     std::vector<int32_t> data(256 * 1024, 7);  // 1 MB: each write holds its descriptor a while
     int failures = 0;
     {
-      OfflineWriter w(out);
+      auto writer = Writer(out);
+      OfflineWriter& w = *writer;
       std::latch start(kThreads);
       std::vector<std::thread> pool;
       std::mutex mu;
