@@ -134,7 +134,7 @@ const Corruption kCases[] = {
     {"bin_shorter_than_last_sequence",
      [](std::string&, std::string& b) { b.resize(b.size() - 1); },
      StatusCode::kDataLoss,
-     {"bad.bin", "at least 24 bytes", "got 23 bytes"}},
+     {"bad.bin", "expected 24 bytes", "got 23 bytes"}},
 };
 
 INSTANTIATE_TEST_SUITE_P(Io, CorruptionTest, ::testing::ValuesIn(kCases),

@@ -199,6 +199,31 @@ TEST(IndexedDatasetBuilder, RejectsTokensOutsideTheDtype) {
   EXPECT_NE(st.message().find("uint16"), std::string::npos);
 }
 
+// A .bin longer than its .idx says is another file beside this index (e.g. a prep killed
+// between publishing the two): Megatron's writer makes them exactly as long, so refuse it.
+TEST(IndexedDataset, RefusesABinLongerThanItsIndexSays) {
+  const std::string prefix = ScratchDir("longer_bin") + "/c";
+  auto b = IndexedDatasetBuilder::Create(prefix, DType::kUInt16);
+  ASSERT_TRUE(b.ok());
+  std::vector<int64_t> t = {1, 2, 3};
+  ASSERT_TRUE(b->AddItem(t).ok());
+  b->EndDocument();
+  ASSERT_TRUE(b->Finalize().ok());
+  {
+    auto ok = IndexedDataset::Open(prefix);
+    ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  }
+  {
+    std::ofstream bin(prefix + ".bin", std::ios::binary | std::ios::app);
+    bin.write("\1\0", 2);
+  }
+  auto ds = IndexedDataset::Open(prefix);
+  ASSERT_FALSE(ds.ok());
+  EXPECT_EQ(ds.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(ds.status().message().find("c.bin"), std::string::npos) << ds.status().message();
+  EXPECT_NE(ds.status().message().find("8 bytes"), std::string::npos) << ds.status().message();
+}
+
 TEST(IndexedDatasetBuilder, LeavesNothingBehindWithoutFinalize) {
   const std::string dir = ScratchDir("abandon");
   {

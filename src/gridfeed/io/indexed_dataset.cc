@@ -103,11 +103,15 @@ Result<IndexedDataset> IndexedDataset::Open(const std::string& prefix, bool mult
     GRIDFEED_ASSIGN_OR_RETURN(ds.view_, ParseIndex(ds.idx_.bytes(), idx_path, multimodal, check));
   }
   GRIDFEED_ASSIGN_OR_RETURN(ds.bin_, MMapFile::Open(bin_path));
-  if (ds.bin_.size() < ds.view_.bin_bytes_needed) {
-    return DataLoss("corrupt token file '" + bin_path + "': field size: expected at least " +
+  // Exactly as long as the index says (Megatron's writer makes it so): a longer .bin is not
+  // this index's file (e.g. a writer killed between publishing the two), a shorter one is cut.
+  if (ds.bin_.size() != ds.view_.bin_bytes_needed) {
+    const bool cut = ds.bin_.size() < ds.view_.bin_bytes_needed;
+    return DataLoss("corrupt token file '" + bin_path + "': field size: expected " +
                     std::to_string(ds.view_.bin_bytes_needed) +
-                    " bytes (end of the last sequence in the index), got " +
-                    std::to_string(ds.bin_.size()) + " bytes (truncated)");
+                    " bytes (end of the last sequence in '" + idx_path + "'), got " +
+                    std::to_string(ds.bin_.size()) + " bytes (" +
+                    (cut ? "truncated" : "longer: not the file this index describes") + ")");
   }
   return ds;
 }

@@ -1,5 +1,9 @@
 #include "gridfeed/io/indexed_dataset_builder.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <limits>
 
 #include "gridfeed/io/index_file.h"
@@ -62,6 +66,12 @@ Status IndexedDatasetBuilder::Finalize() {
   // Both files are complete before either appears under its final name.
   GRIDFEED_RETURN_IF_ERROR(bin_.Commit(/*publish=*/false));
   GRIDFEED_RETURN_IF_ERROR(idx.Commit(/*publish=*/false));
+  // The old index goes first: a kill between the two renames then leaves a .bin without an
+  // .idx (refused as missing), never a new .bin beside the old .idx.
+  if (::unlink((prefix_ + ".idx").c_str()) != 0 && errno != ENOENT) {
+    return IoError("cannot remove the old index '" + prefix_ +
+                   ".idx' before publishing: " + std::strerror(errno));
+  }
   GRIDFEED_RETURN_IF_ERROR(bin_.Publish());
   return idx.Publish();
 }
