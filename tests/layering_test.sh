@@ -19,10 +19,10 @@ check() {  # $1: what, $2: extended regex, then the paths that must not match
 S=src/gridfeed
 check "a pipeline's header outside order/" \
   '#include "gridfeed/order/(megatron|olmo|mixture|sft|fim)/' \
-  apps $S/feed $S/parallel $S/checkpoint $S/audit $S/python $S/config $S/io $S/core
+  apps $S/feed $S/parallel $S/checkpoint $S/audit $S/python $S/config $S/io $S/text $S/core
 check "MPI outside parallel/, feed/, python/ and apps/" '#include <mpi\.h>' \
-  $S/order $S/io $S/config $S/core $S/checkpoint $S/audit
+  $S/order $S/io $S/text $S/config $S/core $S/checkpoint $S/audit
 check "HDF5 outside checkpoint/" '#include <(hdf5|H5[A-Za-z]*)\.h>' \
-  $S/order $S/io $S/config $S/core $S/feed $S/parallel $S/audit $S/python
+  $S/order $S/io $S/text $S/config $S/core $S/feed $S/parallel $S/audit $S/python
 [ "$status" -eq 0 ] && echo "layering: ok"
 exit "$status"

@@ -6,12 +6,12 @@
 
 #include "commands.h"
 #include "gridfeed/io/file_util.h"
-#include "gridfeed/io/prep.h"
+#include "gridfeed/text/prep.h"
 
 namespace gridfeed::app {
 
 Runner RegisterPrep(CLI::App& app) {
-  auto opt = std::make_shared<io::PrepOptions>();
+  auto opt = std::make_shared<text::PrepOptions>();
   auto vocab = std::make_shared<int64_t>(-1);
   auto eod = std::make_shared<int64_t>(-1);
   CLI::App* sub = app.add_subcommand("prep", "Tokenize JSONL into Megatron .bin/.idx files");
@@ -40,7 +40,7 @@ Runner RegisterPrep(CLI::App& app) {
     opt->progress = ::isatty(STDERR_FILENO) != 0;
     // A prep killed by SIGINT/SIGTERM/SIGHUP removes its temporary .bin/.idx files first.
     GRIDFEED_RETURN_IF_ERROR(io::RemoveTempFilesOnSignal());
-    GRIDFEED_ASSIGN_OR_RETURN(io::PrepStats s, io::RunPrep(*opt));
+    GRIDFEED_ASSIGN_OR_RETURN(text::PrepStats s, text::RunPrep(*opt));
     std::printf(
         "prep: %lld documents, %lld sequences, %llu tokens (%s) from %lld lines in %.2f s "
         "(%.0f documents/s, %.3g tokens/s)%s -> %s.{bin,idx}\n",

@@ -16,7 +16,7 @@
 
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/npy.h"
-#include "gridfeed/io/text_tokenizer.h"
+#include "gridfeed/text/text_tokenizer.h"
 #include "gridfeed/order/fim/fim_random.h"
 #include "gridfeed/order/fim/fim_transform.h"
 #include "gridfeed/order/sample_fields.h"
@@ -85,9 +85,9 @@ TEST_P(FimGolden, ItemsAndDrawsFromWindows) {
   const fs::path cdir = root / "cases" / GetParam();
   const nlohmann::json c = ReadJson(cdir / "case.json");
   const auto& in = c["inputs"];
-  io::TextTokenizerOptions topt;
+  text::TextTokenizerOptions topt;
   topt.special_tokens = in["special_tokens_arg"].get<std::vector<std::string>>();
-  auto tok = io::LoadTextTokenizer((root / in["tokenizer_dir"].get<std::string>()).string(), topt);
+  auto tok = text::LoadTextTokenizer((root / in["tokenizer_dir"].get<std::string>()).string(), topt);
   ASSERT_TRUE(tok.ok()) << tok.status().ToString();
   const int64_t L = in["seq_length"].get<int64_t>();
   int splits_seen = 0;

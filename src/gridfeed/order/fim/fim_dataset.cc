@@ -9,7 +9,7 @@
 namespace gridfeed::order::fim {
 namespace {
 
-Result<int64_t> TokenIdOf(const io::TextTokenizer& tok, const std::string& flag,
+Result<int64_t> TokenIdOf(const text::TextTokenizer& tok, const std::string& flag,
                           const std::string& name) {
   const std::optional<int64_t> id = tok.TokenId(name);
   if (!id) {
@@ -24,11 +24,11 @@ Result<FimSetup> OpenFimSetup(const config::JobOptions& o) {
   GRIDFEED_RETURN_IF_ERROR(config::Validate(o));
   const config::DataOptions& d = o.data;
   FimSetup setup;
-  io::TextTokenizerOptions topt;
+  text::TextTokenizerOptions topt;
   topt.special_tokens = d.special_tokens;
-  GRIDFEED_ASSIGN_OR_RETURN(auto loaded, io::LoadTextTokenizer(d.tokenizer_model, topt));
+  GRIDFEED_ASSIGN_OR_RETURN(auto loaded, text::LoadTextTokenizer(d.tokenizer_model, topt));
   setup.tokenizer = std::move(loaded);
-  const io::TextTokenizer& tok = *setup.tokenizer;
+  const text::TextTokenizer& tok = *setup.tokenizer;
   GRIDFEED_ASSIGN_OR_RETURN(const std::string tok_bytes, io::ReadFileToString(tok.path()));
   setup.tokenizer_xxh3 = XXH3_64bits(tok_bytes.data(), tok_bytes.size());
   setup.tokenizer_bytes = static_cast<int64_t>(tok_bytes.size());

@@ -16,7 +16,7 @@
 
 #include "gridfeed/config/options.h"
 #include "gridfeed/core/status.h"
-#include "gridfeed/io/text_tokenizer.h"
+#include "gridfeed/text/text_tokenizer.h"
 #include "gridfeed/order/dataset_builder.h"
 #include "gridfeed/order/fim/fim_transform.h"
 #include "gridfeed/order/sample.h"
@@ -35,7 +35,7 @@ struct FimSource {
 // --tokenizer-model with --special-tokens), FIM's ids and rates, and the GPT side (the
 // tokenizer's eod and pad: the options the tables are built from and the samples assembled with).
 struct FimSetup {
-  std::shared_ptr<const io::TextTokenizer> tokenizer;
+  std::shared_ptr<const text::TextTokenizer> tokenizer;
   uint64_t tokenizer_xxh3 = 0;  // of its file
   int64_t tokenizer_bytes = 0;
   FimConfig fim;
@@ -63,7 +63,7 @@ class FimDataset {
   bool is_blend(Split split) const;
   int64_t seq_length() const { return setup_.sample_options.seq_length; }
   const SampleOptions& sample_options() const { return setup_.sample_options; }
-  const io::TextTokenizer& tokenizer() const { return *setup_.tokenizer; }
+  const text::TextTokenizer& tokenizer() const { return *setup_.tokenizer; }
   // The FIM ids of a split's source (the same for every source: one tokenizer).
   const FimConfig& fim_config() const { return setup_.fim; }
 

@@ -10,7 +10,7 @@ using Ids = std::vector<int64_t>;
 void Append(Ids* out, std::span<const int64_t> v) { out->insert(out->end(), v.begin(), v.end()); }
 
 struct Fim {
-  const io::TextTokenizer& tok;
+  const text::TextTokenizer& tok;
   const FimConfig& c;
   FimRandom* rng;
 
@@ -25,15 +25,15 @@ struct Fim {
       Append(out, seq);
       return Status::Ok();
     }
-    GRIDFEED_ASSIGN_OR_RETURN(const std::vector<char32_t> cps, io::DecodeUtf8(text));
+    GRIDFEED_ASSIGN_OR_RETURN(const std::vector<char32_t> cps, text::DecodeUtf8(text));
     const auto n = static_cast<int64_t>(cps.size());
     auto cuts = rng->RandInt2(n + 1);
     std::sort(cuts.begin(), cuts.end());
     const std::span<const char32_t> all(cps);
     std::string prefix, middle, suffix;
-    io::AppendUtf8(all.subspan(0, cuts[0]), &prefix);
-    io::AppendUtf8(all.subspan(cuts[0], cuts[1] - cuts[0]), &middle);
-    io::AppendUtf8(all.subspan(cuts[1]), &suffix);
+    text::AppendUtf8(all.subspan(0, cuts[0]), &prefix);
+    text::AppendUtf8(all.subspan(cuts[0], cuts[1] - cuts[0]), &middle);
+    text::AppendUtf8(all.subspan(cuts[1]), &suffix);
     GRIDFEED_ASSIGN_OR_RETURN(const Ids p, tok.Encode(prefix));
     GRIDFEED_ASSIGN_OR_RETURN(const Ids m, tok.Encode(middle));
     GRIDFEED_ASSIGN_OR_RETURN(const Ids s, tok.Encode(suffix));
@@ -81,7 +81,7 @@ struct Fim {
 
 }  // namespace
 
-Result<std::vector<int64_t>> FimTransform(const io::TextTokenizer& tokenizer,
+Result<std::vector<int64_t>> FimTransform(const text::TextTokenizer& tokenizer,
                                           const FimConfig& config, std::span<const int64_t> window,
                                           int64_t out_length, FimRandom* rng) {
   Fim fim{tokenizer, config, rng};

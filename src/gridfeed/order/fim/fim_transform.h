@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "gridfeed/core/status.h"
-#include "gridfeed/io/text_tokenizer.h"
+#include "gridfeed/text/text_tokenizer.h"
 #include "gridfeed/order/fim/fim_random.h"
 
 namespace gridfeed::order::fim {
@@ -32,7 +32,7 @@ struct FimConfig {
 
 // The FIM form of `window`, cut or padded (FIM pad) to `out_length` tokens. Errors only from the
 // tokenizer (text it cannot decode or encode).
-Result<std::vector<int64_t>> FimTransform(const io::TextTokenizer& tokenizer,
+Result<std::vector<int64_t>> FimTransform(const text::TextTokenizer& tokenizer,
                                           const FimConfig& config, std::span<const int64_t> window,
                                           int64_t out_length, FimRandom* rng);
 

@@ -1,0 +1,186 @@
+#include "gridfeed/text/prep.h"
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
+
+#include "gridfeed/core/stopwatch.h"
+#include "gridfeed/core/usable_cpus.h"
+#include "gridfeed/io/indexed_dataset_builder.h"
+#include "gridfeed/io/line_reader.h"
+#include "gridfeed/text/prep_tokenizer.h"
+
+namespace gridfeed::text {
+namespace {
+
+constexpr size_t kBatchLines = 2048;
+
+struct Encoded {
+  std::vector<Sequence> sequences;
+  Status status;  // non-ok: the line is bad
+};
+
+Encoded EncodeLine(const std::string& line, const PrepOptions& opt, const Tokenizer& tok,
+                   int64_t eod) {
+  Encoded out;
+  if (const auto nul = line.find('\0'); nul != std::string::npos) {
+    out.status = InvalidArgument("NUL byte at column " + std::to_string(nul + 1));
+    return out;
+  }
+  auto doc = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    // Say why (e.g. invalid UTF-8, a missing quote): parse again for the parser's reason.
+    std::string why = "invalid JSON";
+    try {
+      const auto again = nlohmann::json::parse(line);
+      why = "invalid JSON (" + std::to_string(again.size()) + ")";  // not reached
+    } catch (const nlohmann::json::parse_error& e) {
+      why = e.what();
+      const auto at = why.find("] ");  // drop nlohmann's "[json.exception...] " tag
+      if (at != std::string::npos) why = "invalid JSON: " + why.substr(at + 2);
+    }
+    out.status = InvalidArgument(why);
+    return out;
+  }
+  if (!doc.is_object()) {
+    out.status = InvalidArgument("not a JSON object");
+    return out;
+  }
+  auto it = doc.find(opt.json_key);
+  if (it == doc.end()) {
+    out.status = InvalidArgument("missing key '" + opt.json_key + "'");
+    return out;
+  }
+  auto seqs = tok.Encode(*it);
+  if (!seqs.ok()) {
+    out.status = seqs.status();
+    return out;
+  }
+  out.sequences = std::move(seqs).value();
+  if (opt.append_eod && !out.sequences.empty()) out.sequences.back().push_back(eod);
+  return out;
+}
+
+}  // namespace
+
+Result<PrepStats> RunPrep(const PrepOptions& opt) {
+  if (opt.input.empty()) return InvalidArgument("--input is required");
+  if (opt.output_prefix.empty()) return InvalidArgument("--output-prefix is required");
+  std::unique_ptr<Tokenizer> tok;
+  if (opt.pretokenized) {
+    if (!opt.tokenizer_model.empty()) {
+      return InvalidArgument("--pretokenized and --tokenizer-model are mutually exclusive");
+    }
+    if (!opt.vocab_size || *opt.vocab_size <= 0) {
+      return InvalidArgument("--pretokenized needs --vocab-size N (it decides the token dtype)");
+    }
+    tok = MakePretokenizedTokenizer(*opt.vocab_size);
+  } else {
+    if (opt.tokenizer_model.empty()) {
+      return InvalidArgument("give --tokenizer-model FILE or --pretokenized");
+    }
+    GRIDFEED_ASSIGN_OR_RETURN(tok, MakeTextTokenizer(opt.tokenizer_model));
+    if (opt.vocab_size && *opt.vocab_size != tok->vocab_size()) {
+      return InvalidArgument("--vocab-size " + std::to_string(*opt.vocab_size) +
+                             " differs from the model's " + std::to_string(tok->vocab_size()));
+    }
+  }
+  if (opt.eod_id && !opt.append_eod) {
+    return InvalidArgument(
+        "--eod-id is given without --append-eod (add --append-eod to append it)");
+  }
+  int64_t eod = -1;
+  if (opt.append_eod) {
+    if (opt.eod_id) {
+      eod = *opt.eod_id;
+    } else if (tok->eos_id()) {
+      eod = *tok->eos_id();
+    } else {
+      return InvalidArgument("--append-eod needs --eod-id (the tokenizer has no EOS)");
+    }
+    if (eod < 0 || eod >= tok->vocab_size()) {
+      return InvalidArgument("--eod-id " + std::to_string(eod) + " is outside the vocabulary [0, " +
+                             std::to_string(tok->vocab_size()) + ")");
+    }
+  }
+
+  PrepStats stats;
+  stats.dtype = io::DTypeForVocabSize(tok->vocab_size());
+  GRIDFEED_ASSIGN_OR_RETURN(io::LineReader reader, io::LineReader::Open(opt.input));
+  GRIDFEED_ASSIGN_OR_RETURN(io::IndexedDatasetBuilder builder,
+                            io::IndexedDatasetBuilder::Create(opt.output_prefix, stats.dtype));
+  const int workers = opt.workers > 0 ? opt.workers : UsableCpus();
+  const Stopwatch start;
+  Stopwatch since_report;
+
+  std::vector<std::string> lines;
+  std::vector<Encoded> encoded;
+  bool eof = false;
+  while (!eof) {
+    lines.clear();
+    std::string line;
+    while (lines.size() < kBatchLines) {
+      if (!reader.Next(&line)) {
+        eof = true;
+        break;
+      }
+      lines.push_back(std::move(line));
+    }
+    GRIDFEED_RETURN_IF_ERROR(reader.status());
+    encoded.assign(lines.size(), Encoded{});
+    {
+      std::vector<std::jthread> threads;
+      for (int w = 0; w < workers; ++w) {
+        threads.emplace_back([&, w] {
+          for (size_t i = w; i < lines.size(); i += workers) {
+            encoded[i] = EncodeLine(lines[i], opt, *tok, eod);
+          }
+        });
+      }
+    }
+    for (size_t i = 0; i < lines.size(); ++i) {
+      ++stats.lines;
+      // Blank lines are not documents (a trailing newline is common).
+      if (lines[i].find_first_not_of(" \t") == std::string::npos) continue;
+      if (!encoded[i].status.ok()) {
+        const std::string where = "'" + opt.input + "' line " + std::to_string(stats.lines);
+        if (!opt.skip_bad_lines) {
+          return encoded[i].status.WithContext(where +
+                                               " (use --skip-bad-lines to skip such lines)");
+        }
+        if (stats.skipped_lines == 0)
+          stats.first_skipped = where + ": " + encoded[i].status.message();
+        ++stats.skipped_lines;
+        continue;
+      }
+      for (const auto& seq : encoded[i].sequences) {
+        Status st = builder.AddItem(seq);
+        if (!st.ok())
+          return st.WithContext("'" + opt.input + "' line " + std::to_string(stats.lines));
+        ++stats.sequences;
+        stats.tokens += seq.size();
+      }
+      builder.EndDocument();
+      ++stats.documents;
+    }
+    if (opt.progress) {
+      if (since_report.Seconds() > 0.5 || eof) {
+        since_report.Lap();
+        const double s = start.Seconds();
+        std::fprintf(stderr, "\rprep: %lld documents, %.0f documents/s, %.3g tokens/s   ",
+                     static_cast<long long>(stats.documents), stats.documents / s,
+                     stats.tokens / s);
+        std::fflush(stderr);
+      }
+    }
+  }
+  if (opt.progress) std::fprintf(stderr, "\n");
+  GRIDFEED_RETURN_IF_ERROR(builder.Finalize());
+  stats.seconds = start.Seconds();
+  return stats;
+}
+
+}  // namespace gridfeed::text
