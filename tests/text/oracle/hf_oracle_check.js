@@ -35,7 +35,8 @@ const atoms = [' ', '  ', '   ', '\t', '\n', '\n\n', '\r\n', '\r', '\u2028', '\u
   'ﬁ', '™', '\u00ad', '\u0300', '\u0600', '\u{1d400}', '▁', 'Ġ', 'Ċ', '\u000b', '\u000c',
   '\u001f', '\u007f', '~', 'def f(x):\n    return x', '    ', '\t\t', 'SELECT * FROM t;',
   '<s>', '</s>', '<unk>', '<|endoftext|>', '<|endoftext|', '<|im_start|>', '<|fim_prefix|>',
-  '>>TITLE<<', '<extra_id_0>', '<0x0A>', '[CLS]', '[MASK]'];
+  '>>TITLE<<', '<extra_id_0>', '<0x0A>', '[CLS]', '[MASK]', 'abcde', 'aaa', 'abcd', 'eé日', 'bcd',
+  'ab', 'cde', 'ééé'];
 
 function texts(addedContents) {
   const pool = atoms.concat(addedContents);
@@ -115,9 +116,83 @@ async function checkFolder(folder) {
   return problems;
 }
 
+// Variants of the given tokenizers, and a small made-up BPE, for the options and added-token
+// flags the real files leave unused; written to a temporary folder, one subfolder each.
+function writeVariants(base) {
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'hf_variants_'));
+  const put = (name, json) => {
+    fs.mkdirSync(path.join(out, name));
+    fs.writeFileSync(path.join(out, name, 'tokenizer.json'), JSON.stringify(json));
+  };
+  const load = (name) => {
+    const f = path.join(base, name, 'tokenizer.json');
+    return fs.existsSync(f) ? JSON.parse(fs.readFileSync(f, 'utf8')) : null;
+  };
+  // Added tokens get the ids the library gives them: a vocabulary token keeps its id, others
+  // follow the vocabulary.
+  let next = 0;
+  let vocabOf = {};
+  const tok = (content, flags) => Object.assign({ id: content in vocabOf ? vocabOf[content] : next++,
+    content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: false },
+  flags);
+  const start = (json) => { vocabOf = json.model.vocab; next = json.added_tokens.reduce(
+    (m, t) => Math.max(m, t.id + 1), Object.keys(vocabOf).length); };
+  const gpt2 = load('gpt2');
+  if (gpt2) {
+    const a = JSON.parse(JSON.stringify(gpt2));
+    a.model.ignore_merges = true;
+    put('gpt2_ignore_merges', a);
+    const b = JSON.parse(JSON.stringify(gpt2));
+    start(b);
+    b.added_tokens.push(tok('hello', { single_word: true, normalized: true }),
+      tok('<|sep|>', { lstrip: true, rstrip: true, special: true }),
+      tok(' World', { single_word: true }), tok('日本', { lstrip: true }),
+      tok('<|sep|><|sep|>', { rstrip: true }));
+    put('gpt2_added_flags', b);
+  }
+  const phi3 = load('phi3');
+  if (phi3) {
+    const a = JSON.parse(JSON.stringify(phi3));
+    a.model.byte_fallback = false;
+    a.model.fuse_unk = false;
+    start(a);
+    a.added_tokens.push(tok('<|x|>', { normalized: true }),
+      tok('ab', { normalized: true, single_word: true }), tok('▁the', { normalized: true }));
+    put('phi3_unk_no_fuse', a);
+    const b = JSON.parse(JSON.stringify(a));
+    b.model.fuse_unk = true;
+    put('phi3_unk_fuse', b);
+  }
+  // A BPE with continuing_subword_prefix, end_of_word_suffix and unk over a small alphabet.
+  const letters = 'abcdeé日'.split('');
+  const vocab = { '[UNK]': 0 };
+  const add = (t) => { if (!(t in vocab)) vocab[t] = Object.keys(vocab).length; };
+  for (const x of letters) for (const t of [x, '##' + x, x + '</w>', '##' + x + '</w>']) add(t);
+  const merges = [];
+  const pairs = [['a', '##b'], ['##c', '##d'], ['ab', '##c'], ['##d', '##e</w>'], ['a', '##a'],
+    ['##a', '##a'], ['aa', '##a</w>'], ['e', '##日'], ['##é', '##é'], ['b', '##c'],
+    ['##b', '##c'], ['##cd', '##e</w>'], ['abc', '##d']];
+  for (const [x, y] of pairs) {
+    if (!(x in vocab) || !(y in vocab)) continue;
+    add(x + y.slice(2));
+    merges.push([x, y]);
+  }
+  put('bpe_prefix_suffix', { version: '1.0', truncation: null, padding: null, added_tokens: [
+    { id: 0, content: '[UNK]', single_word: false, lstrip: false, rstrip: false,
+      normalized: false, special: true }],
+  normalizer: null, pre_tokenizer: { type: 'Split', pattern: { String: ' ' }, behavior: 'Removed',
+    invert: false }, post_processor: null,
+  decoder: null, model: { type: 'BPE', dropout: null, unk_token: '[UNK]',
+    continuing_subword_prefix: '##', end_of_word_suffix: '</w>', fuse_unk: true,
+    byte_fallback: false, ignore_merges: false, vocab, merges } });
+  return out;
+}
+
 (async () => {
-  const folders = fs.readdirSync(dir).map((d) => path.join(dir, d))
-    .filter((d) => fs.existsSync(path.join(d, 'tokenizer.json'))).sort();
+  const variants = writeVariants(dir);
+  const folders = [dir, variants].flatMap((root) => fs.readdirSync(root)
+    .map((d) => path.join(root, d))
+    .filter((d) => fs.existsSync(path.join(d, 'tokenizer.json'))).sort());
   if (folders.length === 0) {
     console.error(`hf_oracle_check: no tokenizer.json under ${dir}`);
     process.exit(1);
@@ -129,5 +204,6 @@ async function checkFolder(folder) {
     console.error(`hf_oracle_check: ${problems.length} differences`);
     process.exit(1);
   }
+  fs.rmSync(variants, { recursive: true, force: true });
   console.log(`hf_oracle_check: ${folders.length} tokenizers, all equal`);
 })().catch((e) => { console.error(e); process.exit(1); });
