@@ -42,6 +42,13 @@ TEST(HfPreTokenizer, MatchesTheLibraryOnEveryCase) {
   for (const json& c : cases) {
     const std::string name = c["component"].dump();
     auto made = MakePreTokenizer(c["component"], JsonWhere{"/x/tokenizer.json", "pre_tokenizer"});
+    // Read by the library, refused by gridfeed by name (not implemented).
+    const std::string type = c["component"].value("type", "");
+    if (type == "UnicodeScripts" || type == "FixedLength") {
+      ASSERT_FALSE(made.ok()) << name;
+      EXPECT_NE(made.status().message().find("\"" + type + "\""), std::string::npos);
+      continue;
+    }
     if (c.contains("error")) {
       EXPECT_FALSE(made.ok()) << name << " is refused by the library: " << c["error"];
       if (!made.ok()) {

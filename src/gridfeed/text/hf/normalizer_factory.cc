@@ -60,6 +60,11 @@ Result<std::unique_ptr<Normalizer>> MakeNormalizer(const nlohmann::json& j,
   }
   if (type == "Replace") return MakeReplaceNormalizer(j, where);
   if (type == "Precompiled") return MakePrecompiledNormalizer(j, where);
+  if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD" || type == "Lowercase" ||
+      type == "StripAccents" || type == "Nmt" || type == "ByteLevel" || type == "Strip" ||
+      type == "BertNormalizer" || type == "Bert") {
+    return MakeCharNormalizer(type, j, where);
+  }
   return UnsupportedType("normalizer", type, where);
 }
 

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
+#include <string>
 
 #include "gridfeed/core/status.h"
 #include "gridfeed/text/hf/components.h"
@@ -16,5 +17,11 @@ namespace gridfeed::text::hf {
 // empty matches included) becomes `content`.
 Result<std::unique_ptr<Normalizer>> MakeReplaceNormalizer(const nlohmann::json& j,
                                                           const JsonWhere& where);
+
+// NFC, NFD, NFKC, NFKD (ICU), Lowercase (Rust char::to_lowercase per character), Strip
+// (White_Space), StripAccents (drops M* characters), Nmt, ByteLevel, BertNormalizer, by `type`.
+Result<std::unique_ptr<Normalizer>> MakeCharNormalizer(const std::string& type,
+                                                       const nlohmann::json& j,
+                                                       const JsonWhere& where);
 
 }  // namespace gridfeed::text::hf

@@ -42,6 +42,13 @@ Result<std::unique_ptr<PreTokenizer>> MakePreTokenizer(const nlohmann::json& j,
   if (type == "ByteLevel") return MakeByteLevelPreTokenizer(j, where);
   if (type == "Split") return MakeSplitPreTokenizer(j, where);
   if (type == "Sequence") return MakeSequence(j, where);
+  if (type == "Metaspace") return MakeMetaspacePreTokenizer(j, where);
+  if (type == "Digits" || type == "Whitespace" || type == "WhitespaceSplit" ||
+      type == "Punctuation" || type == "BertPreTokenizer" || type == "CharDelimiterSplit") {
+    return MakeCharClassPreTokenizer(type, j, where);
+  }
+  // UnicodeScripts runs on the library's own script table (sentencepiece's, of an older
+  // Unicode) and FixedLength cuts by characters: neither is implemented, both are refused.
   return UnsupportedType("pre-tokenizer", type, where);
 }
 

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
+#include <string>
 
 #include "gridfeed/core/status.h"
 #include "gridfeed/text/hf/components.h"
@@ -17,5 +18,15 @@ Result<std::unique_ptr<PreTokenizer>> MakeByteLevelPreTokenizer(const nlohmann::
 // Split: a {"Regex"} or {"String"} pattern, a delimiter behavior, invert.
 Result<std::unique_ptr<PreTokenizer>> MakeSplitPreTokenizer(const nlohmann::json& j,
                                                             const JsonWhere& where);
+
+// Metaspace: ' ' -> replacement, prepend_scheme (always / first / never, legacy
+// add_prefix_space), split on the replacement (MergedWithNext).
+Result<std::unique_ptr<PreTokenizer>> MakeMetaspacePreTokenizer(const nlohmann::json& j,
+                                                                const JsonWhere& where);
+// Digits, Whitespace, WhitespaceSplit, Punctuation, BertPreTokenizer, CharDelimiterSplit (by
+// `type`).
+Result<std::unique_ptr<PreTokenizer>> MakeCharClassPreTokenizer(const std::string& type,
+                                                                const nlohmann::json& j,
+                                                                const JsonWhere& where);
 
 }  // namespace gridfeed::text::hf
