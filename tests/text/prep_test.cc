@@ -287,5 +287,30 @@ TEST(Prep, EodIdWithoutAppendEodIsAnError) {
   EXPECT_NE(s.status().message().find("--append-eod"), std::string::npos) << s.status().message();
 }
 
+// An output that is an input is refused (issue 51: `--input X.bin --output-prefix X` used to
+// overwrite its own input), by file identity: through a link too. The input is untouched.
+TEST(Prep, RefusesAnOutputThatIsAnInput) {
+  const std::string dir = ScratchDir("prep_self_overwrite");
+  const std::string text = "{\"ids\": [1, 2, 3]}\n";
+  ASSERT_TRUE(WriteStringToFile(dir + "/x.bin", text).ok());
+  std::filesystem::create_symlink(dir + "/x.bin", dir + "/link.idx");
+  for (const std::string& input : {dir + "/x.bin", dir + "/link.idx"}) {
+    for (const std::string& prefix : {dir + "/x", dir + "/link"}) {
+      PrepOptions o;
+      o.input = input;
+      o.output_prefix = prefix;
+      o.json_key = "ids";
+      o.pretokenized = true;
+      o.vocab_size = 10;
+      auto stats = RunPrep(o);
+      ASSERT_FALSE(stats.ok()) << input << " -> " << prefix;
+      EXPECT_EQ(stats.status().code(), StatusCode::kInvalidArgument);
+      EXPECT_NE(stats.status().message().find("--output-prefix"), std::string::npos)
+          << stats.status().message();
+      EXPECT_EQ(ReadFileToString(dir + "/x.bin").value(), text);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gridfeed::text

@@ -416,4 +416,10 @@ Status MakeDirsSpread(const std::string& path, std::vector<std::string>* created
   return MakeDirs(path);  // the same errors as mkdir -p for what is not a folder
 }
 
+bool SameFile(const std::string& a, const std::string& b) {
+  struct stat sa, sb;
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
 }  // namespace gridfeed::io

@@ -117,6 +117,10 @@ Status MakeDirs(const std::string& path);
 // gets each folder it made, in order, also when it fails part way.
 Status MakeDirsSpread(const std::string& path, std::vector<std::string>* created = nullptr);
 
+// Whether `a` and `b` name the same file (device and inode, links followed); false when either
+// does not exist.
+bool SameFile(const std::string& a, const std::string& b);
+
 // "device:inode:size:mtime_ns" of the file `path` names (links followed): two processes on one
 // machine that get the same text read the same bytes (unless a writer changes a file in place
 // within one mtime tick). IoError naming the path.

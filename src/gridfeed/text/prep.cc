@@ -1,17 +1,22 @@
 #include "gridfeed/text/prep.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/core/usable_cpus.h"
+#include "gridfeed/io/file_util.h"
 #include "gridfeed/io/indexed_dataset_builder.h"
 #include "gridfeed/io/line_reader.h"
 #include "gridfeed/text/prep_tokenizer.h"
+#include "gridfeed/text/text_tokenizer.h"
+#include "gridfeed/text/tokenizer_spec.h"
 
 namespace gridfeed::text {
 namespace {
@@ -71,18 +76,25 @@ Result<PrepStats> RunPrep(const PrepOptions& opt) {
   if (opt.output_prefix.empty()) return InvalidArgument("--output-prefix is required");
   std::unique_ptr<Tokenizer> tok;
   if (opt.pretokenized) {
-    if (!opt.tokenizer_model.empty()) {
-      return InvalidArgument("--pretokenized and --tokenizer-model are mutually exclusive");
+    if (!opt.tokenizer_model.empty() || !opt.tokenizer.type.empty()) {
+      return InvalidArgument(
+          "--pretokenized and --tokenizer-model / --tokenizer-type are mutually exclusive");
     }
     if (!opt.vocab_size || *opt.vocab_size <= 0) {
       return InvalidArgument("--pretokenized needs --vocab-size N (it decides the token dtype)");
     }
     tok = MakePretokenizedTokenizer(*opt.vocab_size);
   } else {
-    if (opt.tokenizer_model.empty()) {
-      return InvalidArgument("give --tokenizer-model FILE or --pretokenized");
+    if (opt.tokenizer_model.empty() && opt.tokenizer.type.empty()) {
+      return InvalidArgument("give --tokenizer-model FILE, --tokenizer-type or --pretokenized");
     }
-    GRIDFEED_ASSIGN_OR_RETURN(tok, MakeTextTokenizer(opt.tokenizer_model));
+    // Megatron's tokenizer flags (tokenizer_spec.h); --vocab-size is NullTokenizer's and
+    // TikTokenizer's vocabulary size, and for every kind must equal the tokenizer's.
+    TokenizerSpec spec = opt.tokenizer;
+    spec.model = opt.tokenizer_model;
+    if (opt.vocab_size) spec.vocab_size = std::max<int64_t>(*opt.vocab_size, 0);
+    GRIDFEED_ASSIGN_OR_RETURN(auto text_tok, LoadTokenizer(spec));
+    tok = MakePrepTokenizer(std::move(text_tok));
     if (opt.vocab_size && *opt.vocab_size != tok->vocab_size()) {
       return InvalidArgument("--vocab-size " + std::to_string(*opt.vocab_size) +
                              " differs from the model's " + std::to_string(tok->vocab_size()));
@@ -104,6 +116,19 @@ Result<PrepStats> RunPrep(const PrepOptions& opt) {
     if (eod < 0 || eod >= tok->vocab_size()) {
       return InvalidArgument("--eod-id " + std::to_string(eod) + " is outside the vocabulary [0, " +
                              std::to_string(tok->vocab_size()) + ")");
+    }
+  }
+
+  // An output that is an input (by file identity: links and other spellings included) would be
+  // overwritten while, or before, it is read.
+  for (const char* ext : {".bin", ".idx"}) {
+    const std::string out = opt.output_prefix + ext;
+    for (const std::string& in :
+         {opt.input, opt.tokenizer_model, opt.tokenizer.vocab_file, opt.tokenizer.merge_file}) {
+      if (!in.empty() && io::SameFile(in, out)) {
+        return InvalidArgument("--output-prefix '" + opt.output_prefix + "' would overwrite '" +
+                               in + "', an input of this prep ('" + out + "' is that file)");
+      }
     }
   }
 
@@ -133,12 +158,18 @@ Result<PrepStats> RunPrep(const PrepOptions& opt) {
     encoded.assign(lines.size(), Encoded{});
     {
       std::vector<std::jthread> threads;
-      for (int w = 0; w < workers; ++w) {
-        threads.emplace_back([&, w] {
-          for (size_t i = w; i < lines.size(); i += workers) {
-            encoded[i] = EncodeLine(lines[i], opt, *tok, eod);
-          }
-        });
+      try {
+        for (int w = 0; w < workers; ++w) {
+          threads.emplace_back([&, w] {
+            for (size_t i = w; i < lines.size(); i += workers) {
+              encoded[i] = EncodeLine(lines[i], opt, *tok, eod);
+            }
+          });
+        }
+      } catch (const std::system_error& e) {  // the lines of workers not started are not encoded
+        return IoError("--workers " + std::to_string(workers) + ": could start only " +
+                       std::to_string(threads.size()) + " worker threads (" + e.what() +
+                       "); give fewer workers");
       }
     }
     for (size_t i = 0; i < lines.size(); ++i) {
