@@ -1,6 +1,7 @@
 // tests/golden/hf-tokenizers: every prep run of its manifest through RunPrep, compared with the
 // expected ids and byte for byte with Megatron's own .bin/.idx; and the decode cases.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -57,7 +58,8 @@ TEST(HfPrepGolden, EveryManifestRunMatchesMegatronBytes) {
   for (const json& run : manifest["runs"]) {
     const std::string name = run["expected"].get<std::string>();
     SCOPED_TRACE(name);
-    const std::string dir = testing::ScratchDir("hf_prep_golden");
+    // Per process: other test runs may use the scratch root at the same time.
+    const std::string dir = testing::ScratchDir("hf_prep_golden_" + std::to_string(::getpid()));
     PrepOptions o;
     o.input = set + "/" + run["input"].get<std::string>();
     o.output_prefix = dir + "/p";

@@ -4,6 +4,7 @@
 //   gpt2 + addSpecialTokens(["<|endoftext|>", "<my_new>", "<|fim|>"]):
 //          encode("a<my_new>b <|fim|>") -> [64, 50257, 65, 220, 50258], getVocabSize(true) 50259
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -32,7 +33,7 @@ void Write(const std::string& path, const std::string& text) {
 
 // A copy of a golden family's folder with tokenizer.json / tokenizer_config.json replaced.
 std::string Folder(const std::string& name, const json& tokenizer, const json& config) {
-  const std::string dir = testing::ScratchDir(name);
+  const std::string dir = testing::ScratchDir(name + "_" + std::to_string(::getpid()));
   Write(dir + "/tokenizer.json", tokenizer.dump());
   Write(dir + "/tokenizer_config.json", config.dump());
   return dir;
@@ -146,14 +147,14 @@ TEST(HfTokenizer, RefusesBadFiles) {
     EXPECT_NE(e.find("50257"), std::string::npos) << e;
   }
   {
-    const std::string dir = testing::ScratchDir("hf_truncated");
+    const std::string dir = testing::ScratchDir("hf_truncated_" + std::to_string(::getpid()));
     const std::string text = tj.dump();
     Write(dir + "/tokenizer.json", text.substr(0, text.size() / 2));
     const std::string e = Error(dir);
     EXPECT_NE(e.find("not valid JSON"), std::string::npos) << e;
   }
   {
-    const std::string dir = testing::ScratchDir("hf_empty_folder");
+    const std::string dir = testing::ScratchDir("hf_empty_folder_" + std::to_string(::getpid()));
     auto t = LoadTextTokenizer(dir);
     ASSERT_FALSE(t.ok());
     EXPECT_NE(t.status().message().find("tokenizer.json"), std::string::npos);
