@@ -1,8 +1,14 @@
-// Evaluation of a parsed chat template: scopes, `loop`, Jinja's getattr/getitem and Undefined,
-// Python's operators, comparisons, slices, the filters, tests and str methods of the subset
-// (internal contract: chat_template_ast.h).
+// Evaluation of a parsed chat template: scopes, `loop`, macros and call blocks, Jinja's sandboxed
+// getattr/getitem and Undefined, Python's operators, comparisons and slices, the globals
+// transformers gives (raise_exception, strftime_now) and jinja2's (namespace, range, dict), and
+// the bounds on work, output, value sizes and recursion (internal contract:
+// chat_template_ast.h).
+
+#include <locale.h>
 
 #include <algorithm>
+#include <clocale>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <string>
@@ -12,75 +18,365 @@
 #include "gridfeed/order/sft/chat_template_ast.h"
 
 namespace gridfeed::order::sft::chat_template_internal {
-namespace {
 
 Status RuntimeError(const std::string& what, size_t pos) {
   return InvalidArgument("chat template: " + what + " at offset " + std::to_string(pos));
 }
 
-std::string KindName(const Value& v) {
+Result<List> Iterate(const Value& v, size_t pos) {
   switch (v.kind) {
     case Value::Kind::kUndefined:
-      return "Undefined";
-    case Value::Kind::kNone:
-      return "NoneType";
-    case Value::Kind::kBool:
-      return "bool";
-    case Value::Kind::kInt:
-      return "int";
-    case Value::Kind::kStr:
-      return "str";
+      return List{};
     case Value::Kind::kList:
-      return "list";
-    case Value::Kind::kDict:
-      return "dict";
+    case Value::Kind::kTuple:
+      return *v.list;
+    case Value::Kind::kStr: {
+      List out;
+      for (char32_t c : Cps(v.s))
+        out.push_back(Value::Str(FromCps(std::span<const char32_t>(&c, 1))));
+      return out;
+    }
+    case Value::Kind::kDict: {
+      List out;
+      for (const auto& kv : *v.dict) out.push_back(Value::Str(kv.first));
+      return out;
+    }
+    default:
+      return RuntimeError("'" + TypeName(v) + "' object is not iterable", pos);
   }
-  return "?";
 }
 
-Status UndefinedError(const Value& v, size_t pos) {
-  return RuntimeError("'" + v.s + "' is undefined", pos);
+Result<std::vector<std::optional<Value>>> BindArgs(const CallArgs& args,
+                                                   const std::vector<std::string_view>& params,
+                                                   size_t required, const std::string& what,
+                                                   size_t pos) {
+  std::vector<std::optional<Value>> out(params.size());
+  if (args.pos.size() > params.size()) {
+    return RuntimeError(what + " takes at most " + std::to_string(params.size()) + " arguments (" +
+                            std::to_string(args.pos.size()) + " given)",
+                        pos);
+  }
+  for (size_t k = 0; k < args.pos.size(); ++k) out[k] = args.pos[k];
+  for (const auto& [key, v] : args.kw) {
+    auto it = std::find(params.begin(), params.end(), key);
+    if (it == params.end()) {
+      return RuntimeError(what + " got an unexpected keyword argument '" + key + "'", pos);
+    }
+    auto& slot = out[static_cast<size_t>(it - params.begin())];
+    if (slot) return RuntimeError(what + " got multiple values for argument '" + key + "'", pos);
+    slot = v;
+  }
+  for (size_t k = 0; k < required; ++k) {
+    if (!out[k]) {
+      return RuntimeError(what + " missing required argument '" + std::string(params[k]) + "'",
+                          pos);
+    }
+  }
+  return out;
 }
 
-// Python's floor division and modulo.
+namespace {
+
+Status UndefinedError(const Value& v, size_t pos) { return RuntimeError(v.s, pos); }
+
+// Python's float floor division and modulo (floatobject.c).
+void FloatDivMod(double vx, double wx, double* floordiv, double* mod) {
+  double m = std::fmod(vx, wx);
+  double div = (vx - m) / wx;
+  if (m != 0) {
+    if ((wx < 0) != (m < 0)) {
+      m += wx;
+      div -= 1.0;
+    }
+  } else {
+    m = std::copysign(0.0, wx);
+  }
+  double fd;
+  if (div != 0) {
+    fd = std::floor(div);
+    if (div - fd > 0.5) fd += 1.0;
+  } else {
+    fd = std::copysign(0.0, vx / wx);
+  }
+  *floordiv = fd;
+  *mod = m;
+}
+
 int64_t FloorDiv(int64_t a, int64_t b) {
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
 
-class Renderer {
+class Renderer final : public Evaluator {
  public:
-  Renderer(const std::vector<Node>& nodes, std::map<std::string, Value> globals) : nodes_(nodes) {
+  Renderer(const std::vector<Node>& nodes, std::map<std::string, Value> globals,
+           const RenderEnv& env)
+      : nodes_(nodes), env_(env) {
+    AddGlobals(&globals);
     scopes_.push_back(std::move(globals));
   }
 
   Result<std::string> Run() {
+    std::string out;
+    out_ = &out;
     GRIDFEED_RETURN_IF_ERROR(Exec(nodes_));
-    return std::move(out_);
+    return out;
+  }
+
+  // Evaluator ----------------------------------------------------------------------------------
+
+  Status Step(size_t pos, int64_t n) override {
+    steps_ += n;
+    if (steps_ > env_.limits.max_steps) {
+      return RuntimeError("rendering took more than " + std::to_string(env_.limits.max_steps) +
+                              " steps (the step limit)",
+                          pos);
+    }
+    return Status::Ok();
+  }
+
+  Status CheckBytes(size_t pos, uint64_t bytes, const char* what) override {
+    if (bytes > static_cast<uint64_t>(env_.limits.max_bytes)) {
+      return RuntimeError(std::string(what) + " would need " + std::to_string(bytes) +
+                              " bytes, over the limit of " + std::to_string(env_.limits.max_bytes) +
+                              " bytes",
+                          pos);
+    }
+    return Status::Ok();
+  }
+
+  Result<Value> ApplyFilter(const std::string& name, const Value& v, CallArgs& args,
+                            size_t pos) override {
+    GRIDFEED_RETURN_IF_ERROR(Step(pos, 1));
+    return RunFilter(*this, name, v, args, pos);
+  }
+
+  Result<bool> ApplyTest(const std::string& name, const Value& v, CallArgs& args,
+                         size_t pos) override {
+    GRIDFEED_RETURN_IF_ERROR(Step(pos, 1));
+    return RunTest(*this, name, v, args, pos);
+  }
+
+  Result<Value> Call(const Value& callee, CallArgs& args, size_t pos) override {
+    if (callee.is(Value::Kind::kCallable)) {
+      GRIDFEED_RETURN_IF_ERROR(Step(pos, 1));
+      return callee.fn->fn(args, pos);
+    }
+    if (callee.IsUndefined()) return UndefinedError(callee, pos);
+    return RuntimeError("'" + TypeName(callee) + "' object is not callable", pos);
+  }
+
+  Result<Value> GetAttr(const Value& obj, const std::string& name, size_t pos) override {
+    using K = Value::Kind;
+    switch (obj.kind) {
+      case K::kUndefined:
+        return UndefinedError(obj, pos);
+      case K::kDict: {
+        if (auto m = BindMethod(*this, obj, name)) return *m;
+        if (const Value* v = DictFind(*obj.dict, name)) return *v;
+        return Value::Undefined("'dict object' has no attribute '" + name + "'");
+      }
+      case K::kNamespace:
+        if (const Value* v = DictFind(*obj.ns, name)) return *v;
+        return Value::Undefined("'Namespace object' has no attribute '" + name + "'");
+      default:
+        if (auto m = BindMethod(*this, obj, name)) return *m;
+        return Value::Undefined("'" + TypeName(obj) + " object' has no attribute '" + name + "'");
+    }
+  }
+
+  Result<Value> GetItem(const Value& obj, const Value& key, size_t pos) override {
+    using K = Value::Kind;
+    if (obj.IsUndefined()) return UndefinedError(obj, pos);
+    if (obj.is(K::kDict) && key.IsStr()) {
+      if (const Value* v = DictFind(*obj.dict, key.s)) return *v;
+    }
+    if ((obj.IsPlainSeq() || obj.IsStr()) && key.IsIntLike()) {
+      const int64_t n = obj.IsStr() ? static_cast<int64_t>(CpCount(obj.s))
+                                    : static_cast<int64_t>(obj.list->size());
+      int64_t k = key.AsInt();
+      if (k < 0) k += n;
+      if (k >= 0 && k < n) {
+        if (!obj.IsStr()) return (*obj.list)[static_cast<size_t>(k)];
+        const std::vector<char32_t> cps = Cps(obj.s);
+        return Value::Str(FromCps(std::span<const char32_t>(&cps[static_cast<size_t>(k)], 1)));
+      }
+      return Value::Undefined("'" + TypeName(obj) + " object' has no element " +
+                              std::to_string(key.AsInt()));
+    }
+    // jinja2 falls back to the attribute of that name.
+    if (key.IsStr()) return GetAttr(obj, key.s, pos);
+    auto r = Repr(key);
+    return Value::Undefined("'" + TypeName(obj) + " object' has no element " +
+                            (r.ok() ? *r : std::string("?")));
   }
 
  private:
+  enum class Ctrl { kNone, kBreak, kContinue };
+
+  struct DepthGuard {
+    explicit DepthGuard(Renderer* r) : r_(r) { ++r_->depth_; }
+    ~DepthGuard() { --r_->depth_; }
+    Renderer* r_;
+  };
+  Status CheckDepth(size_t pos) {
+    if (depth_ > 4 * env_.limits.max_depth) {
+      return RuntimeError("rendering nested deeper than " +
+                              std::to_string(4 * env_.limits.max_depth) + " (macro recursion?)",
+                          pos);
+    }
+    return Status::Ok();
+  }
+
+  Status Emit(std::string_view s, size_t pos) {
+    if (out_->size() + s.size() > static_cast<uint64_t>(env_.limits.max_bytes)) {
+      return RuntimeError(
+          "the output passed the limit of " + std::to_string(env_.limits.max_bytes) + " bytes",
+          pos);
+    }
+    out_->append(s);
+    return Status::Ok();
+  }
+
+  void AddGlobals(std::map<std::string, Value>* g) {
+    auto put = [&](const char* name, auto fn) {
+      if (!g->count(name)) (*g)[name] = Value::MakeCallable(name, fn);
+    };
+    put("raise_exception", [](CallArgs& a, size_t pos) -> Result<Value> {
+      std::string msg;
+      if (!a.pos.empty()) {
+        auto s = ToStr(a.pos[0]);
+        msg = s.ok() ? *s : std::string("?");
+      }
+      return RuntimeError("raise_exception: " + msg, pos);
+    });
+    const std::tm now = env_.now;
+    put("strftime_now", [now](CallArgs& a, size_t pos) -> Result<Value> {
+      GRIDFEED_ASSIGN_OR_RETURN(auto b, BindArgs(a, {"format"}, 1, "strftime_now()", pos));
+      if (!b[0]->IsStr()) return RuntimeError("strftime_now() argument must be str", pos);
+      const std::string& fmt = b[0]->s;
+      for (size_t k = 0; k + 1 < fmt.size(); ++k) {
+        if (fmt[k] == '%') {
+          const char c = fmt[k + 1];
+          if (std::string_view("aAbBcdHIjmMpSUwWxXyYZz%GuVeDFTRrnthCgsk").find(c) ==
+              std::string_view::npos) {
+            return RuntimeError(std::string("strftime_now: directive %") + c + " is not supported",
+                                pos);
+          }
+          ++k;
+        }
+      }
+      static locale_t c_locale = newlocale(LC_ALL_MASK, "C", static_cast<locale_t>(0));
+      std::string out(fmt.size() * 8 + 64, '\0');
+      const size_t n = strftime_l(out.data(), out.size(), fmt.c_str(), &now, c_locale);
+      if (n == 0 && !fmt.empty()) return RuntimeError("strftime_now: result too long", pos);
+      out.resize(n);
+      return Value::Str(std::move(out));
+    });
+    put("namespace", [](CallArgs& a, size_t pos) -> Result<Value> {
+      Dict d;
+      auto set = [&](const std::string& k, const Value& v) {
+        for (auto& kv : d) {
+          if (kv.first == k) {
+            kv.second = v;
+            return;
+          }
+        }
+        d.emplace_back(k, v);
+      };
+      if (a.pos.size() > 1)
+        return RuntimeError("namespace() takes at most one positional argument", pos);
+      if (!a.pos.empty()) {
+        if (!a.pos[0].is(Value::Kind::kDict)) {
+          return RuntimeError("namespace() positional argument must be a dict", pos);
+        }
+        for (const auto& kv : *a.pos[0].dict) set(kv.first, kv.second);
+      }
+      for (const auto& kv : a.kw) set(kv.first, kv.second);
+      return Value::MakeNamespace(std::move(d));
+    });
+    put("dict", [](CallArgs& a, size_t pos) -> Result<Value> {
+      if (!a.pos.empty())
+        return RuntimeError("dict() with positional arguments is not supported", pos);
+      Dict d;
+      for (const auto& kv : a.kw) d.emplace_back(kv.first, kv.second);
+      return Value::MakeDict(std::move(d));
+    });
+    put("range", [this](CallArgs& a, size_t pos) -> Result<Value> {
+      if (!a.kw.empty() || a.pos.empty() || a.pos.size() > 3) {
+        return RuntimeError("range() takes 1 to 3 positional arguments", pos);
+      }
+      int64_t v[3] = {0, 0, 1};
+      for (const Value& x : a.pos) {
+        if (!x.IsIntLike()) {
+          return RuntimeError("'" + TypeName(x) + "' object cannot be interpreted as an integer",
+                              pos);
+        }
+      }
+      if (a.pos.size() == 1) {
+        v[1] = a.pos[0].AsInt();
+      } else {
+        v[0] = a.pos[0].AsInt();
+        v[1] = a.pos[1].AsInt();
+        if (a.pos.size() == 3) v[2] = a.pos[2].AsInt();
+      }
+      if (v[2] == 0) return RuntimeError("range() arg 3 must not be zero", pos);
+      // The sandbox's MAX_RANGE.
+      const long double len = v[2] > 0 ? std::ceil((static_cast<long double>(v[1]) - v[0]) / v[2])
+                                       : std::ceil((static_cast<long double>(v[0]) - v[1]) /
+                                                   -static_cast<long double>(v[2]));
+      if (len > 100000) {
+        return RuntimeError(
+            "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).", pos);
+      }
+      List out;
+      for (int64_t k = v[0]; v[2] > 0 ? k < v[1] : k > v[1]; k += v[2])
+        out.push_back(Value::Int(k));
+      GRIDFEED_RETURN_IF_ERROR(Step(pos, static_cast<int64_t>(out.size())));
+      return Value::MakeList(std::move(out), Value::Flavor::kView);
+    });
+    for (const char* name : {"lipsum", "cycler", "joiner"}) {
+      const std::string n = name;
+      put(name, [n](CallArgs&, size_t pos) -> Result<Value> {
+        return RuntimeError("the global '" + n + "' is not supported", pos);
+      });
+    }
+  }
+
+  // Statements ---------------------------------------------------------------------------------
+
   Status Exec(const std::vector<Node>& nodes) {
-    for (const Node& n : nodes) GRIDFEED_RETURN_IF_ERROR(Exec(n));
+    for (const Node& n : nodes) {
+      GRIDFEED_RETURN_IF_ERROR(Exec(n));
+      if (ctrl_ != Ctrl::kNone) break;
+    }
     return Status::Ok();
   }
 
   Status Exec(const Node& n) {
+    DepthGuard guard(this);
+    GRIDFEED_RETURN_IF_ERROR(CheckDepth(n.pos));
+    GRIDFEED_RETURN_IF_ERROR(Step(n.pos, 1));
     switch (n.kind) {
       case Node::Kind::kText:
-        out_ += n.text;
-        return Status::Ok();
+        return Emit(n.text, n.pos);
       case Node::Kind::kOutput: {
         GRIDFEED_ASSIGN_OR_RETURN(Value v, Eval(*n.expr));
-        auto s = ToStr(v);
-        if (!s.ok()) return RuntimeError(s.status().message(), n.pos);
-        out_ += *s;
-        return Status::Ok();
+        GRIDFEED_ASSIGN_OR_RETURN(std::string s, Stringify(v, n.pos));
+        return Emit(s, n.pos);
       }
-      case Node::Kind::kSet: {
-        GRIDFEED_ASSIGN_OR_RETURN(Value v, Eval(*n.expr));
-        scopes_.back()[n.var] = std::move(v);
+      case Node::Kind::kSet:
+        return Set(n);
+      case Node::Kind::kSetBlock: {
+        GRIDFEED_ASSIGN_OR_RETURN(Value v, Capture(n.branches[0].second, n.pos));
+        if (n.expr) {
+          block_values_.push_back(v);
+          auto r = Eval(*n.expr);
+          block_values_.pop_back();
+          GRIDFEED_ASSIGN_OR_RETURN(v, std::move(r));
+        }
+        scopes_.back()[n.targets[0]] = std::move(v);
         return Status::Ok();
       }
       case Node::Kind::kIf:
@@ -91,47 +387,206 @@ class Renderer {
         return Exec(n.else_body);
       case Node::Kind::kFor:
         return For(n);
+      case Node::Kind::kMacro:
+        scopes_.back()[n.text] = MakeMacro(n, nullptr);
+        return Status::Ok();
+      case Node::Kind::kCallBlock: {
+        // The body becomes `caller`, seeing the scopes of the call site.
+        auto snapshot = std::make_shared<std::vector<std::map<std::string, Value>>>(scopes_);
+        Value caller = MakeMacro(n, snapshot);
+        const Expr& call = *n.expr;
+        GRIDFEED_ASSIGN_OR_RETURN(Value callee, Eval(*call.args[0]));
+        GRIDFEED_ASSIGN_OR_RETURN(CallArgs args, EvalArgs(call, 1));
+        args.kw.emplace_back("caller", caller);
+        GRIDFEED_ASSIGN_OR_RETURN(Value r, Call(callee, args, call.pos));
+        GRIDFEED_ASSIGN_OR_RETURN(std::string s, Stringify(r, n.pos));
+        return Emit(s, n.pos);
+      }
+      case Node::Kind::kFilterBlock: {
+        GRIDFEED_ASSIGN_OR_RETURN(Value body, Capture(n.branches[0].second, n.pos));
+        block_values_.push_back(body);
+        auto r = Eval(*n.expr);
+        block_values_.pop_back();
+        GRIDFEED_ASSIGN_OR_RETURN(Value v, std::move(r));
+        GRIDFEED_ASSIGN_OR_RETURN(std::string s, Stringify(v, n.pos));
+        return Emit(s, n.pos);
+      }
+      case Node::Kind::kGeneration:
+        return Exec(n.branches[0].second);
+      case Node::Kind::kBreak:
+        ctrl_ = Ctrl::kBreak;
+        return Status::Ok();
+      case Node::Kind::kContinue:
+        ctrl_ = Ctrl::kContinue;
+        return Status::Ok();
     }
     return Status::Ok();
   }
 
+  // Renders `body` into a string of its own.
+  Result<Value> Capture(const std::vector<Node>& body, size_t pos) {
+    (void)pos;
+    std::string buf;
+    std::string* saved = out_;
+    out_ = &buf;
+    Status st = Exec(body);
+    out_ = saved;
+    GRIDFEED_RETURN_IF_ERROR(st);
+    return Value::Str(std::move(buf));
+  }
+
+  Status Bind(const std::vector<std::string>& targets, const Value& v, size_t pos,
+              std::map<std::string, Value>* scope) {
+    if (targets.size() == 1) {
+      (*scope)[targets[0]] = v;
+      return Status::Ok();
+    }
+    if (v.IsUndefined()) return UndefinedError(v, pos);
+    GRIDFEED_ASSIGN_OR_RETURN(List items, Iterate(v, pos));
+    if (items.size() != targets.size()) {
+      return RuntimeError(
+          items.size() > targets.size()
+              ? "too many values to unpack (expected " + std::to_string(targets.size()) + ")"
+              : "not enough values to unpack (expected " + std::to_string(targets.size()) +
+                    ", got " + std::to_string(items.size()) + ")",
+          pos);
+    }
+    for (size_t k = 0; k < targets.size(); ++k) (*scope)[targets[k]] = items[k];
+    return Status::Ok();
+  }
+
+  Status Set(const Node& n) {
+    GRIDFEED_ASSIGN_OR_RETURN(Value v, Eval(*n.expr));
+    if (!n.text.empty()) {  // ns.attr
+      Value ns = Lookup(n.targets[0]);
+      if (!ns.is(Value::Kind::kNamespace)) {
+        return RuntimeError("cannot assign attribute on non-namespace object", n.pos);
+      }
+      for (auto& kv : *ns.ns) {
+        if (kv.first == n.text) {
+          kv.second = std::move(v);
+          return Status::Ok();
+        }
+      }
+      ns.ns->emplace_back(n.text, std::move(v));
+      return Status::Ok();
+    }
+    return Bind(n.targets, v, n.pos, &scopes_.back());
+  }
+
   Status For(const Node& n) {
     GRIDFEED_ASSIGN_OR_RETURN(Value seq, Eval(*n.expr));
-    List items;
-    switch (seq.kind) {
-      case Value::Kind::kUndefined:
-        break;  // Undefined iterates as empty
-      case Value::Kind::kList:
-        items = *seq.list;
-        break;
-      case Value::Kind::kStr:
-        for (char32_t c : Cps(seq.s))
-          items.push_back(Value::Str(FromCps(std::span<const char32_t>(&c, 1))));
-        break;
-      case Value::Kind::kDict:
-        for (const auto& kv : *seq.dict) items.push_back(Value::Str(kv.first));
-        break;
-      default:
-        return RuntimeError("'" + KindName(seq) + "' object is not iterable", n.pos);
+    GRIDFEED_ASSIGN_OR_RETURN(List items, Iterate(seq, n.expr->pos));
+    if (n.cond) {
+      List kept;
+      for (const Value& item : items) {
+        GRIDFEED_RETURN_IF_ERROR(Step(n.pos, 1));
+        scopes_.emplace_back();
+        Status st = Bind(n.targets, item, n.pos, &scopes_.back());
+        Result<Value> c = st.ok() ? Eval(*n.cond) : Result<Value>(st);
+        scopes_.pop_back();
+        GRIDFEED_RETURN_IF_ERROR(c.status());
+        if (Truthy(*c)) kept.push_back(item);
+      }
+      items = std::move(kept);
     }
     if (items.empty()) return Exec(n.else_body);
     const int64_t len = static_cast<int64_t>(items.size());
+    auto shared_items = std::make_shared<const List>(std::move(items));
     for (int64_t k = 0; k < len; ++k) {
+      GRIDFEED_RETURN_IF_ERROR(Step(n.pos, 1));
+      const List& its = *shared_items;
       Dict loop = {{"index", Value::Int(k + 1)},      {"index0", Value::Int(k)},
                    {"revindex", Value::Int(len - k)}, {"revindex0", Value::Int(len - k - 1)},
                    {"first", Value::Bool(k == 0)},    {"last", Value::Bool(k == len - 1)},
                    {"length", Value::Int(len)},       {"depth", Value::Int(1)},
                    {"depth0", Value::Int(0)}};
-      if (k > 0) loop.emplace_back("previtem", items[static_cast<size_t>(k - 1)]);
-      if (k + 1 < len) loop.emplace_back("nextitem", items[static_cast<size_t>(k + 1)]);
-      // Each iteration is a fresh scope: sets inside the body do not outlive it.
-      scopes_.push_back(
-          {{n.var, items[static_cast<size_t>(k)]}, {"loop", Value::MakeDict(std::move(loop))}});
-      Status st = Exec(n.branches[0].second);
+      if (k > 0) loop.emplace_back("previtem", its[static_cast<size_t>(k - 1)]);
+      if (k + 1 < len) loop.emplace_back("nextitem", its[static_cast<size_t>(k + 1)]);
+      loop.emplace_back(
+          "cycle", Value::MakeCallable("loop.cycle", [k](CallArgs& a, size_t pos) -> Result<Value> {
+            if (a.pos.empty()) return RuntimeError("no items for cycling given", pos);
+            return a.pos[static_cast<size_t>(k) % a.pos.size()];
+          }));
+      scopes_.emplace_back();
+      Status st = Bind(n.targets, its[static_cast<size_t>(k)], n.pos, &scopes_.back());
+      if (st.ok()) {
+        scopes_.back()["loop"] = Value::MakeDict(std::move(loop));
+        st = Exec(n.branches[0].second);
+      }
       scopes_.pop_back();
       GRIDFEED_RETURN_IF_ERROR(st);
+      if (ctrl_ == Ctrl::kBreak) {
+        ctrl_ = Ctrl::kNone;
+        break;
+      }
+      ctrl_ = Ctrl::kNone;
     }
     return Status::Ok();
+  }
+
+  using Scopes = std::vector<std::map<std::string, Value>>;
+
+  // A macro (snapshot null) or a call block's `caller` (the scopes of its call site).
+  Value MakeMacro(const Node& n, std::shared_ptr<Scopes> snapshot) {
+    const Node* node = &n;
+    const std::string name = n.kind == Node::Kind::kMacro ? n.text : "caller";
+    return Value::MakeCallable(
+        name, [this, node, snapshot, name](CallArgs& a, size_t pos) -> Result<Value> {
+          std::map<std::string, Value> frame;
+          const auto& params = node->targets;
+          if (a.pos.size() > params.size()) {
+            return RuntimeError("macro '" + name + "' takes not more than " +
+                                    std::to_string(params.size()) + " argument(s)",
+                                pos);
+          }
+          std::vector<bool> given(params.size(), false);
+          for (size_t k = 0; k < a.pos.size(); ++k) {
+            frame[params[k]] = a.pos[k];
+            given[k] = true;
+          }
+          bool caller_given = false;
+          for (const auto& [key, v] : a.kw) {
+            auto it = std::find(params.begin(), params.end(), key);
+            if (it == params.end()) {
+              if (key == "caller") {
+                frame["caller"] = v;
+                caller_given = true;
+                continue;
+              }
+              return RuntimeError("macro '" + name + "' takes no keyword argument '" + key + "'",
+                                  pos);
+            }
+            frame[key] = v;
+            given[static_cast<size_t>(it - params.begin())] = true;
+          }
+          (void)caller_given;
+          Scopes saved = std::move(scopes_);
+          if (snapshot) {
+            scopes_ = *snapshot;
+          } else {
+            scopes_ = {saved[0]};
+          }
+          scopes_.push_back(std::move(frame));
+          Status st = Status::Ok();
+          for (size_t k = 0; k < params.size() && st.ok(); ++k) {
+            if (given[k]) continue;
+            if (node->defaults[k]) {
+              auto d = Eval(*node->defaults[k]);
+              if (!d.ok()) {
+                st = d.status();
+              } else {
+                scopes_.back()[params[k]] = std::move(d).value();
+              }
+            } else {
+              scopes_.back()[params[k]] =
+                  Value::Undefined("parameter '" + params[k] + "' was not provided");
+            }
+          }
+          Result<Value> body = st.ok() ? Capture(node->branches[0].second, pos) : Result<Value>(st);
+          scopes_ = std::move(saved);
+          return body;
+        });
   }
 
   Value Lookup(const std::string& name) const {
@@ -139,51 +594,176 @@ class Renderer {
       auto f = it->find(name);
       if (f != it->end()) return f->second;
     }
-    return Value::Undefined(name);
+    return Value::Undefined("'" + name + "' is undefined");
   }
 
-  // Jinja's getattr/getitem: a missing key or index is Undefined, access on Undefined fails.
-  Result<Value> GetItem(const Value& obj, const Value& key, size_t pos) {
-    if (obj.is(Value::Kind::kUndefined)) return UndefinedError(obj, pos);
-    if (obj.is(Value::Kind::kDict)) {
-      if (key.is(Value::Kind::kStr)) {
-        if (const Value* v = DictFind(*obj.dict, key.s)) return *v;
+  Result<std::string> Stringify(const Value& v, size_t pos) {
+    auto s = ToStr(v);
+    if (!s.ok()) return RuntimeError(s.status().message(), pos);
+    return s;
+  }
+
+  // Expressions --------------------------------------------------------------------------------
+
+  Result<CallArgs> EvalArgs(const Expr& e, size_t first) {
+    CallArgs a;
+    for (size_t k = first; k < e.args.size(); ++k) {
+      GRIDFEED_ASSIGN_OR_RETURN(Value v, Eval(*e.args[k]));
+      a.pos.push_back(std::move(v));
+    }
+    for (const auto& [key, x] : e.kwargs) {
+      GRIDFEED_ASSIGN_OR_RETURN(Value v, Eval(*x));
+      a.kw.emplace_back(key, std::move(v));
+    }
+    return a;
+  }
+
+  Result<Value> Eval(const Expr& e) {
+    DepthGuard guard(this);
+    GRIDFEED_RETURN_IF_ERROR(CheckDepth(e.pos));
+    GRIDFEED_RETURN_IF_ERROR(Step(e.pos, 1));
+    using K = Expr::Kind;
+    switch (e.kind) {
+      case K::kLit:
+        return e.lit;
+      case K::kName:
+        return Lookup(e.name);
+      case K::kBlockValue:
+        return block_values_.back();
+      case K::kAttr: {
+        GRIDFEED_ASSIGN_OR_RETURN(Value obj, Eval(*e.args[0]));
+        return GetAttr(obj, e.name, e.pos);
       }
-      return Value::Undefined(KindName(obj) + " object has no element " +
-                              (key.is(Value::Kind::kStr) ? key.s : ""));
+      case K::kItem: {
+        GRIDFEED_ASSIGN_OR_RETURN(Value obj, Eval(*e.args[0]));
+        GRIDFEED_ASSIGN_OR_RETURN(Value key, Eval(*e.args[1]));
+        return GetItem(obj, key, e.pos);
+      }
+      case K::kSlice:
+        return Slice(e);
+      case K::kList:
+      case K::kTuple: {
+        List items;
+        for (const auto& a : e.args) {
+          GRIDFEED_ASSIGN_OR_RETURN(Value v, Eval(*a));
+          items.push_back(std::move(v));
+        }
+        return e.kind == K::kList ? Value::MakeList(std::move(items))
+                                  : Value::MakeTuple(std::move(items));
+      }
+      case K::kDict: {
+        Dict d;
+        for (size_t k = 0; k + 1 < e.args.size(); k += 2) {
+          GRIDFEED_ASSIGN_OR_RETURN(Value key, Eval(*e.args[k]));
+          GRIDFEED_ASSIGN_OR_RETURN(Value v, Eval(*e.args[k + 1]));
+          if (!key.IsStr()) {
+            return RuntimeError("dict keys other than strings are not supported", e.args[k]->pos);
+          }
+          bool replaced = false;
+          for (auto& kv : d) {
+            if (kv.first == key.s) {
+              kv.second = v;
+              replaced = true;
+            }
+          }
+          if (!replaced) d.emplace_back(key.s, std::move(v));
+        }
+        return Value::MakeDict(std::move(d));
+      }
+      case K::kNot: {
+        GRIDFEED_ASSIGN_OR_RETURN(Value v, Eval(*e.args[0]));
+        return Value::Bool(!Truthy(v));
+      }
+      case K::kNeg:
+      case K::kPos: {
+        GRIDFEED_ASSIGN_OR_RETURN(Value v, Eval(*e.args[0]));
+        if (v.IsUndefined()) return UndefinedError(v, e.pos);
+        if (v.is(Value::Kind::kFloat)) return Value::Float(e.kind == K::kPos ? v.f : -v.f);
+        if (!v.IsIntLike()) {
+          return RuntimeError("bad operand type for unary " +
+                                  std::string(e.kind == K::kPos ? "+" : "-") + ": '" + TypeName(v) +
+                                  "'",
+                              e.pos);
+        }
+        if (e.kind == K::kPos) return Value::Int(v.AsInt());
+        if (v.AsInt() == INT64_MIN) return RuntimeError("integer overflow (beyond int64)", e.pos);
+        return Value::Int(-v.AsInt());
+      }
+      case K::kAnd:
+      case K::kOr: {
+        GRIDFEED_ASSIGN_OR_RETURN(Value l, Eval(*e.args[0]));
+        if (Truthy(l) == (e.kind == K::kOr)) return l;  // Python returns the deciding operand
+        return Eval(*e.args[1]);
+      }
+      case K::kCond: {
+        GRIDFEED_ASSIGN_OR_RETURN(Value c, Eval(*e.args[1]));
+        if (Truthy(c)) return Eval(*e.args[0]);
+        if (e.args[2]) return Eval(*e.args[2]);
+        return Value::Undefined(
+            "the inline if-expression evaluated to false and no else section was defined");
+      }
+      case K::kConcat: {
+        std::string s;
+        for (const auto& a : e.args) {
+          GRIDFEED_ASSIGN_OR_RETURN(Value v, Eval(*a));
+          if (v.markup) return MarkupRefused(e.pos);
+          GRIDFEED_ASSIGN_OR_RETURN(std::string part, Stringify(v, e.pos));
+          GRIDFEED_RETURN_IF_ERROR(CheckBytes(e.pos, s.size() + part.size(), "a string"));
+          s += part;
+        }
+        return Value::Str(std::move(s));
+      }
+      case K::kBinary:
+        return Binary(e);
+      case K::kCompare:
+        return Compare(e);
+      case K::kFilter: {
+        GRIDFEED_ASSIGN_OR_RETURN(Value v, Eval(*e.args[0]));
+        GRIDFEED_ASSIGN_OR_RETURN(CallArgs args, EvalArgs(e, 1));
+        return ApplyFilter(e.name, v, args, e.pos);
+      }
+      case K::kTest: {
+        GRIDFEED_ASSIGN_OR_RETURN(Value v, Eval(*e.args[0]));
+        GRIDFEED_ASSIGN_OR_RETURN(CallArgs args, EvalArgs(e, 1));
+        GRIDFEED_ASSIGN_OR_RETURN(bool r, ApplyTest(e.name, v, args, e.pos));
+        return Value::Bool(e.negated ? !r : r);
+      }
+      case K::kCall: {
+        GRIDFEED_ASSIGN_OR_RETURN(Value callee, Eval(*e.args[0]));
+        GRIDFEED_ASSIGN_OR_RETURN(CallArgs args, EvalArgs(e, 1));
+        return Call(callee, args, e.pos);
+      }
     }
-    if ((obj.is(Value::Kind::kList) || obj.is(Value::Kind::kStr)) && key.IsIntLike()) {
-      const bool str = obj.is(Value::Kind::kStr);
-      std::vector<char32_t> cps;
-      if (str) cps = Cps(obj.s);
-      const int64_t n =
-          str ? static_cast<int64_t>(cps.size()) : static_cast<int64_t>(obj.list->size());
-      int64_t k = key.AsInt();
-      if (k < 0) k += n;
-      if (k < 0 || k >= n) return Value::Undefined("index out of range");
-      if (str)
-        return Value::Str(FromCps(std::span<const char32_t>(&cps[static_cast<size_t>(k)], 1)));
-      return (*obj.list)[static_cast<size_t>(k)];
-    }
-    if (key.is(Value::Kind::kStr) && obj.is(Value::Kind::kStr) && Contains(kStrMethods, key.s)) {
-      return RuntimeError("str method '" + key.s + "' used without calling it", pos);
-    }
-    return Value::Undefined(KindName(obj) + " object has no element");
+    return RuntimeError("unknown expression", e.pos);
   }
 
-  Result<Value> Slice(const Value& obj, const Value* parts[3], size_t pos) {
-    if (obj.is(Value::Kind::kUndefined)) return UndefinedError(obj, pos);
-    int64_t idx[3] = {0, 0, 1};
+  static Status MarkupRefused(size_t pos) {
+    return RuntimeError(
+        "combining a Markup string (from |safe or |escape) with other values is not supported",
+        pos);
+  }
+
+  Result<Value> Slice(const Expr& e) {
+    GRIDFEED_ASSIGN_OR_RETURN(Value obj, Eval(*e.args[0]));
+    Value vals[3];
     bool given[3] = {false, false, false};
-    for (int k = 0; k < 3; ++k) {
-      if (!parts[k] || parts[k]->is(Value::Kind::kNone)) continue;
-      if (!parts[k]->IsIntLike()) return Value::Undefined("bad slice");
-      idx[k] = parts[k]->AsInt();
+    int64_t idx[3] = {0, 0, 1};
+    for (size_t k = 0; k < 3; ++k) {
+      if (!e.args[k + 1]) continue;
+      GRIDFEED_ASSIGN_OR_RETURN(vals[k], Eval(*e.args[k + 1]));
+      if (vals[k].is(Value::Kind::kNone)) continue;
+      if (!vals[k].IsIntLike()) {
+        return RuntimeError("slice indices must be integers or None", e.pos);
+      }
+      idx[k] = vals[k].AsInt();
       given[k] = true;
     }
-    const bool str = obj.is(Value::Kind::kStr);
-    if (!str && !obj.is(Value::Kind::kList)) return Value::Undefined("slice of " + KindName(obj));
-    if (given[2] && idx[2] == 0) return RuntimeError("slice step cannot be zero", pos);
+    if (obj.IsUndefined()) return UndefinedError(obj, e.pos);
+    const bool str = obj.IsStr();
+    if (!str && !obj.IsPlainSeq()) {
+      return Value::Undefined("'" + TypeName(obj) + " object' is not subscriptable");
+    }
+    if (given[2] && idx[2] == 0) return RuntimeError("slice step cannot be zero", e.pos);
     std::vector<char32_t> cps;
     if (str) cps = Cps(obj.s);
     const int64_t n =
@@ -211,110 +791,44 @@ class Renderer {
         out_list.push_back((*obj.list)[static_cast<size_t>(k)]);
       }
     }
-    return str ? Value::Str(FromCps(out_cps)) : Value::MakeList(std::move(out_list));
+    GRIDFEED_RETURN_IF_ERROR(Step(e.pos, static_cast<int64_t>(out_cps.size() + out_list.size())));
+    if (str) return Value::Str(FromCps(out_cps));
+    return obj.is(Value::Kind::kTuple) ? Value::MakeTuple(std::move(out_list))
+                                       : Value::MakeList(std::move(out_list));
   }
 
-  Result<std::string> Stringify(const Value& v, size_t pos) {
-    auto s = ToStr(v);
-    if (!s.ok()) return RuntimeError(s.status().message(), pos);
-    return s;
-  }
-
-  Result<Value> Eval(const Expr& e) {
-    using K = Expr::Kind;
-    switch (e.kind) {
-      case K::kLit:
-        return e.lit;
-      case K::kName:
-        return Lookup(e.name);
-      case K::kAttr: {
-        GRIDFEED_ASSIGN_OR_RETURN(Value obj, Eval(*e.args[0]));
-        return GetItem(obj, Value::Str(e.name), e.pos);
-      }
-      case K::kItem: {
-        GRIDFEED_ASSIGN_OR_RETURN(Value obj, Eval(*e.args[0]));
-        GRIDFEED_ASSIGN_OR_RETURN(Value key, Eval(*e.args[1]));
-        return GetItem(obj, key, e.pos);
-      }
-      case K::kSlice: {
-        GRIDFEED_ASSIGN_OR_RETURN(Value obj, Eval(*e.args[0]));
-        Value vals[3];
-        const Value* parts[3] = {nullptr, nullptr, nullptr};
-        for (int k = 0; k < 3; ++k) {
-          if (!e.args[static_cast<size_t>(k) + 1]) continue;
-          GRIDFEED_ASSIGN_OR_RETURN(vals[k], Eval(*e.args[static_cast<size_t>(k) + 1]));
-          parts[k] = &vals[k];
-        }
-        return Slice(obj, parts, e.pos);
-      }
-      case K::kList: {
-        List items;
-        for (const auto& a : e.args) {
-          GRIDFEED_ASSIGN_OR_RETURN(Value v, Eval(*a));
-          items.push_back(std::move(v));
-        }
-        return Value::MakeList(std::move(items));
-      }
-      case K::kNot: {
-        GRIDFEED_ASSIGN_OR_RETURN(Value v, Eval(*e.args[0]));
-        return Value::Bool(!Truthy(v));
-      }
-      case K::kNeg:
-      case K::kPos: {
-        GRIDFEED_ASSIGN_OR_RETURN(Value v, Eval(*e.args[0]));
-        if (v.is(Value::Kind::kUndefined)) return UndefinedError(v, e.pos);
-        if (!v.IsIntLike())
-          return RuntimeError("bad operand type for unary minus or plus: '" + KindName(v) + "'",
-                              e.pos);
-        if (e.kind == K::kPos) return Value::Int(v.AsInt());
-        if (v.AsInt() == INT64_MIN) return RuntimeError("integer overflow", e.pos);
-        return Value::Int(-v.AsInt());
-      }
-      case K::kAnd:
-      case K::kOr: {
-        GRIDFEED_ASSIGN_OR_RETURN(Value l, Eval(*e.args[0]));
-        if (Truthy(l) == (e.kind == K::kOr)) return l;  // Python returns the deciding operand
-        return Eval(*e.args[1]);
-      }
-      case K::kCond: {
-        GRIDFEED_ASSIGN_OR_RETURN(Value c, Eval(*e.args[1]));
-        if (Truthy(c)) return Eval(*e.args[0]);
-        if (e.args[2]) return Eval(*e.args[2]);
-        return Value::Undefined("the else branch of an if expression");
-      }
-      case K::kBinary:
-        return Binary(e);
-      case K::kCompare:
-        return Compare(e);
-      case K::kFilter:
-        return Filter(e);
-      case K::kTest:
-        return Test(e);
-      case K::kRaise: {
-        GRIDFEED_ASSIGN_OR_RETURN(Value msg, Eval(*e.args[0]));
-        GRIDFEED_ASSIGN_OR_RETURN(std::string s, Stringify(msg, e.pos));
-        return RuntimeError("raise_exception: " + s, e.pos);
-      }
-      case K::kMethod:
-        return Method(e);
+  Result<Value> Repeat(const Value& seq, int64_t times, size_t pos) {
+    times = std::max<int64_t>(0, times);
+    const uint64_t unit = seq.IsStr() ? seq.s.size() : seq.list->size() * sizeof(Value);
+    if (unit != 0 && static_cast<uint64_t>(times) > static_cast<uint64_t>(INT64_MAX) / unit) {
+      return RuntimeError("repetition would need more than 2^63 bytes", pos);
     }
-    return RuntimeError("unknown expression", e.pos);
+    GRIDFEED_RETURN_IF_ERROR(CheckBytes(pos, unit * static_cast<uint64_t>(times), "repetition"));
+    GRIDFEED_RETURN_IF_ERROR(
+        Step(pos, seq.IsStr() ? times : times * static_cast<int64_t>(seq.list->size())));
+    if (seq.IsStr()) {
+      std::string s;
+      s.reserve(seq.s.size() * static_cast<size_t>(times));
+      for (int64_t k = 0; k < times; ++k) s += seq.s;
+      return Value::Str(std::move(s));
+    }
+    List l;
+    l.reserve(seq.list->size() * static_cast<size_t>(times));
+    for (int64_t k = 0; k < times; ++k) l.insert(l.end(), seq.list->begin(), seq.list->end());
+    return seq.is(Value::Kind::kTuple) ? Value::MakeTuple(std::move(l))
+                                       : Value::MakeList(std::move(l));
   }
 
   Result<Value> Binary(const Expr& e) {
     GRIDFEED_ASSIGN_OR_RETURN(Value a, Eval(*e.args[0]));
     GRIDFEED_ASSIGN_OR_RETURN(Value b, Eval(*e.args[1]));
     const std::string& op = e.name;
-    if (op == "~") {
-      GRIDFEED_ASSIGN_OR_RETURN(std::string sa, Stringify(a, e.pos));
-      GRIDFEED_ASSIGN_OR_RETURN(std::string sb, Stringify(b, e.pos));
-      return Value::Str(sa + sb);
-    }
-    if (a.is(Value::Kind::kUndefined)) return UndefinedError(a, e.pos);
-    if (b.is(Value::Kind::kUndefined)) return UndefinedError(b, e.pos);
+    if (a.IsUndefined()) return UndefinedError(a, e.pos);
+    if (b.IsUndefined()) return UndefinedError(b, e.pos);
+    if (a.markup || b.markup) return MarkupRefused(e.pos);
     auto type_error = [&]() {
-      return RuntimeError("unsupported operand types for " + op + ": '" + KindName(a) + "' and '" +
-                              KindName(b) + "'",
+      return RuntimeError("unsupported operand type(s) for " + op + ": '" + TypeName(a) +
+                              "' and '" + TypeName(b) + "'",
                           e.pos);
     };
     if (a.IsIntLike() && b.IsIntLike()) {
@@ -329,44 +843,88 @@ class Renderer {
         overflow = __builtin_mul_overflow(x, y, &r);
       } else if (op == "//" || op == "%") {
         if (y == 0) return RuntimeError("integer division or modulo by zero", e.pos);
-        if (x == INT64_MIN && y == -1) return RuntimeError("integer overflow", e.pos);
+        if (x == INT64_MIN && y == -1)
+          return RuntimeError("integer overflow (beyond int64)", e.pos);
         r = op == "//" ? FloorDiv(x, y) : x - FloorDiv(x, y) * y;
-      } else {
-        return RuntimeError("operator " + op + " is not supported (it yields a float)", e.pos);
+      } else if (op == "/") {
+        if (y == 0) return RuntimeError("division by zero", e.pos);
+        return Value::Float(static_cast<double>(x) / static_cast<double>(y));
+      } else if (op == "**") {
+        if (y < 0) {
+          if (x == 0) return RuntimeError("0.0 cannot be raised to a negative power", e.pos);
+          return Value::Float(std::pow(static_cast<double>(x), static_cast<double>(y)));
+        }
+        r = 1;
+        int64_t base = x, exp = y;
+        while (exp > 0 && !overflow) {
+          if (exp & 1) overflow = __builtin_mul_overflow(r, base, &r);
+          exp >>= 1;
+          if (exp > 0 && !overflow) overflow = __builtin_mul_overflow(base, base, &base);
+        }
       }
-      if (overflow) return RuntimeError("integer overflow", e.pos);
+      if (overflow) {
+        return RuntimeError(
+            "integer overflow (beyond int64; Python's big integers are not "
+            "supported)",
+            e.pos);
+      }
       return Value::Int(r);
     }
+    if (a.IsNumber() && b.IsNumber()) {
+      const double x = a.AsDouble(), y = b.AsDouble();
+      if (op == "+") return Value::Float(x + y);
+      if (op == "-") return Value::Float(x - y);
+      if (op == "*") return Value::Float(x * y);
+      if (op == "/") {
+        if (y == 0) return RuntimeError("float division by zero", e.pos);
+        return Value::Float(x / y);
+      }
+      if (op == "//" || op == "%") {
+        if (y == 0) return RuntimeError("float floor division or modulo by zero", e.pos);
+        double fd, m;
+        FloatDivMod(x, y, &fd, &m);
+        return Value::Float(op == "//" ? fd : m);
+      }
+      if (op == "**") {
+        if (x == 0 && y < 0) return RuntimeError("0.0 cannot be raised to a negative power", e.pos);
+        if (x < 0 && y != std::floor(y)) {
+          return RuntimeError(
+              "a negative number raised to a fractional power (complex) is not "
+              "supported",
+              e.pos);
+        }
+        const double r = std::pow(x, y);
+        if (std::isinf(r) && !std::isinf(x) && !std::isinf(y)) {
+          return RuntimeError("(34, 'Numerical result out of range')", e.pos);
+        }
+        return Value::Float(r);
+      }
+      return type_error();
+    }
     if (op == "+") {
-      if (a.is(Value::Kind::kStr) && b.is(Value::Kind::kStr)) return Value::Str(a.s + b.s);
-      if (a.is(Value::Kind::kList) && b.is(Value::Kind::kList)) {
+      if (a.IsStr() && b.IsStr()) {
+        GRIDFEED_RETURN_IF_ERROR(CheckBytes(e.pos, a.s.size() + b.s.size(), "a string"));
+        return Value::Str(a.s + b.s);
+      }
+      if (a.IsPlainSeq() && b.IsPlainSeq() && a.kind == b.kind) {
+        GRIDFEED_RETURN_IF_ERROR(
+            CheckBytes(e.pos, (a.list->size() + b.list->size()) * sizeof(Value), "a list"));
         List l = *a.list;
         l.insert(l.end(), b.list->begin(), b.list->end());
-        return Value::MakeList(std::move(l));
+        return a.is(Value::Kind::kTuple) ? Value::MakeTuple(std::move(l))
+                                         : Value::MakeList(std::move(l));
       }
       return type_error();
     }
     if (op == "*") {
-      const Value& seq = a.IsIntLike() ? b : a;
-      const Value& cnt = a.IsIntLike() ? a : b;
-      if (!cnt.IsIntLike() || !(seq.is(Value::Kind::kStr) || seq.is(Value::Kind::kList)))
-        return type_error();
-      const int64_t times = std::max<int64_t>(0, cnt.AsInt());
-      const size_t unit = seq.is(Value::Kind::kStr) ? seq.s.size() : seq.list->size();
-      if (unit != 0 && static_cast<uint64_t>(times) > (uint64_t{1} << 28) / unit) {
-        return RuntimeError("repetition too large", e.pos);
-      }
-      if (seq.is(Value::Kind::kStr)) {
-        std::string s;
-        for (int64_t k = 0; k < times; ++k) s += seq.s;
-        return Value::Str(std::move(s));
-      }
-      List l;
-      for (int64_t k = 0; k < times; ++k) l.insert(l.end(), seq.list->begin(), seq.list->end());
-      return Value::MakeList(std::move(l));
+      if ((a.IsStr() || a.IsPlainSeq()) && b.IsIntLike()) return Repeat(a, b.AsInt(), e.pos);
+      if ((b.IsStr() || b.IsPlainSeq()) && a.IsIntLike()) return Repeat(b, a.AsInt(), e.pos);
+      return type_error();
     }
-    if (op == "%" && a.is(Value::Kind::kStr)) {
-      return RuntimeError("printf-style string formatting is not supported", e.pos);
+    if (op == "%" && a.IsStr()) {
+      GRIDFEED_ASSIGN_OR_RETURN(std::string s, PercentFormat(a.s, b, e.pos));
+      GRIDFEED_RETURN_IF_ERROR(CheckBytes(e.pos, s.size(), "a string"));
+      return Value::Str(std::move(s));
     }
     return type_error();
   }
@@ -380,174 +938,70 @@ class Renderer {
         case Value::Kind::kUndefined:
           break;
         case Value::Kind::kStr:
-          if (!a.is(Value::Kind::kStr)) {
-            return RuntimeError("'in <string>' requires string as left operand, not " + KindName(a),
+          if (!a.IsStr()) {
+            return RuntimeError("'in <string>' requires string as left operand, not " + TypeName(a),
                                 pos);
           }
           found = b.s.find(a.s) != std::string::npos;
           break;
         case Value::Kind::kList:
-          for (const Value& v : *b.list) found = found || PyEquals(a, v);
+        case Value::Kind::kTuple:
+          for (const Value& v : *b.list) {
+            if (PyEquals(a, v)) {
+              found = true;
+              break;
+            }
+          }
           break;
         case Value::Kind::kDict:
-          found = a.is(Value::Kind::kStr) && DictFind(*b.dict, a.s) != nullptr;
+          found = a.IsStr() && DictFind(*b.dict, a.s) != nullptr;
           break;
         default:
-          return RuntimeError("argument of type '" + KindName(b) + "' is not iterable", pos);
+          return RuntimeError("argument of type '" + TypeName(b) + "' is not iterable", pos);
       }
       return op == "in" ? found : !found;
     }
-    if (a.is(Value::Kind::kUndefined)) return UndefinedError(a, pos);
-    if (b.is(Value::Kind::kUndefined)) return UndefinedError(b, pos);
-    int c = 0;
-    if (a.IsIntLike() && b.IsIntLike()) {
-      c = a.AsInt() < b.AsInt() ? -1 : a.AsInt() > b.AsInt() ? 1 : 0;
-    } else if (a.is(Value::Kind::kStr) && b.is(Value::Kind::kStr)) {
-      c = a.s.compare(b.s);  // UTF-8 byte order is code point order
-      c = c < 0 ? -1 : c > 0 ? 1 : 0;
-    } else {
-      return RuntimeError(
-          "'" + op + "' not supported between '" + KindName(a) + "' and '" + KindName(b) + "'",
-          pos);
+    if (a.IsUndefined()) return UndefinedError(a, pos);
+    if (b.IsUndefined()) return UndefinedError(b, pos);
+    auto c = PyCompare(a, b);
+    if (!c.ok()) {
+      return RuntimeError("'" + op + "' not supported between instances of '" + TypeName(a) +
+                              "' and '" + TypeName(b) + "'",
+                          pos);
     }
-    if (op == "<") return c < 0;
-    if (op == "<=") return c <= 0;
-    if (op == ">") return c > 0;
-    return c >= 0;
+    if (*c == 2) return false;  // NaN
+    if (op == "<") return *c < 0;
+    if (op == "<=") return *c <= 0;
+    if (op == ">") return *c > 0;
+    return *c >= 0;
   }
 
   Result<Value> Compare(const Expr& e) {
     GRIDFEED_ASSIGN_OR_RETURN(Value left, Eval(*e.args[0]));
     for (size_t k = 0; k < e.ops.size(); ++k) {
       GRIDFEED_ASSIGN_OR_RETURN(Value right, Eval(*e.args[k + 1]));
-      GRIDFEED_ASSIGN_OR_RETURN(bool r, CompareOne(e.ops[k], left, right, e.pos));
+      GRIDFEED_ASSIGN_OR_RETURN(bool r, CompareOne(e.ops[k], left, right, e.args[k + 1]->pos));
       if (!r) return Value::Bool(false);
       left = std::move(right);
     }
     return Value::Bool(true);
   }
 
-  Result<std::string> AsciiCase(const std::string& s, bool upper, size_t pos) {
-    if (!IsAscii(s)) return RuntimeError("lower/upper of non-ASCII text is not supported", pos);
-    std::string out = s;
-    for (char& c : out) {
-      if (upper && c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-      if (!upper && c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    }
-    return out;
-  }
-
-  Result<Value> Filter(const Expr& e) {
-    GRIDFEED_ASSIGN_OR_RETURN(Value v, Eval(*e.args[0]));
-    if (e.name == "length" || e.name == "count") {
-      switch (v.kind) {
-        case Value::Kind::kUndefined:
-          return Value::Int(0);
-        case Value::Kind::kStr:
-          return Value::Int(static_cast<int64_t>(Cps(v.s).size()));
-        case Value::Kind::kList:
-          return Value::Int(static_cast<int64_t>(v.list->size()));
-        case Value::Kind::kDict:
-          return Value::Int(static_cast<int64_t>(v.dict->size()));
-        default:
-          return RuntimeError("object of type '" + KindName(v) + "' has no len()", e.pos);
-      }
-    }
-    // The string filters work on soft_str(value).
-    GRIDFEED_ASSIGN_OR_RETURN(std::string s, Stringify(v, e.pos));
-    if (e.name == "trim") {
-      std::optional<std::string> chars;
-      if (e.args.size() > 1) {
-        GRIDFEED_ASSIGN_OR_RETURN(Value c, Eval(*e.args[1]));
-        if (c.is(Value::Kind::kStr)) {
-          chars = c.s;
-        } else if (!c.is(Value::Kind::kNone)) {
-          return RuntimeError("trim() argument must be a string or none", e.pos);
-        }
-      }
-      return Value::Str(PyStripImpl(s, chars, true, true));
-    }
-    GRIDFEED_ASSIGN_OR_RETURN(std::string r, AsciiCase(s, e.name == "upper", e.pos));
-    return Value::Str(std::move(r));
-  }
-
-  Result<Value> Test(const Expr& e) {
-    GRIDFEED_ASSIGN_OR_RETURN(Value v, Eval(*e.args[0]));
-    using VK = Value::Kind;
-    bool r = false;
-    const std::string& t = e.name;
-    if (t == "defined") r = !v.is(VK::kUndefined);
-    if (t == "undefined") r = v.is(VK::kUndefined);
-    if (t == "none") r = v.is(VK::kNone);
-    if (t == "string") r = v.is(VK::kStr);
-    if (t == "number") r = v.IsIntLike();
-    if (t == "boolean") r = v.is(VK::kBool);
-    if (t == "true") r = v.is(VK::kBool) && v.b;
-    if (t == "false") r = v.is(VK::kBool) && !v.b;
-    if (t == "mapping") r = v.is(VK::kDict);
-    return Value::Bool(e.negated ? !r : r);
-  }
-
-  Result<Value> Method(const Expr& e) {
-    GRIDFEED_ASSIGN_OR_RETURN(Value self, Eval(*e.args[0]));
-    if (self.is(Value::Kind::kUndefined)) return UndefinedError(self, e.pos);
-    if (!self.is(Value::Kind::kStr)) {
-      return RuntimeError("'" + KindName(self) + "' object has no method '" + e.name + "'", e.pos);
-    }
-    std::vector<Value> args;
-    for (size_t k = 1; k < e.args.size(); ++k) {
-      GRIDFEED_ASSIGN_OR_RETURN(Value a, Eval(*e.args[k]));
-      args.push_back(std::move(a));
-    }
-    auto need_str = [&](size_t k) -> Status {
-      if (!args[k].is(Value::Kind::kStr)) {
-        return RuntimeError("argument " + std::to_string(k + 1) + " of ." + e.name +
-                                "() must be str, not " + KindName(args[k]),
-                            e.pos);
-      }
-      return Status::Ok();
-    };
-    const std::string& m = e.name;
-    if (m == "strip" || m == "lstrip" || m == "rstrip") {
-      std::optional<std::string> chars;
-      if (!args.empty() && !args[0].is(Value::Kind::kNone)) {
-        GRIDFEED_RETURN_IF_ERROR(need_str(0));
-        chars = args[0].s;
-      }
-      return Value::Str(PyStripImpl(self.s, chars, m != "rstrip", m != "lstrip"));
-    }
-    if (m == "replace") {
-      GRIDFEED_RETURN_IF_ERROR(need_str(0));
-      GRIDFEED_RETURN_IF_ERROR(need_str(1));
-      int64_t count = -1;
-      if (args.size() == 3) {
-        if (!args[2].IsIntLike()) return RuntimeError("replace() count must be an int", e.pos);
-        count = args[2].AsInt();
-      }
-      return Value::Str(PyReplace(self.s, args[0].s, args[1].s, count));
-    }
-    if (m == "lower" || m == "upper") {
-      GRIDFEED_ASSIGN_OR_RETURN(std::string r, AsciiCase(self.s, m == "upper", e.pos));
-      return Value::Str(std::move(r));
-    }
-    GRIDFEED_RETURN_IF_ERROR(need_str(0));
-    const std::string& x = args[0].s;
-    if (m == "startswith")
-      return Value::Bool(self.s.compare(0, x.size(), x) == 0 && self.s.size() >= x.size());
-    return Value::Bool(self.s.size() >= x.size() &&
-                       self.s.compare(self.s.size() - x.size(), x.size(), x) == 0);
-  }
-
   const std::vector<Node>& nodes_;
-  std::vector<std::map<std::string, Value>> scopes_;
-  std::string out_;
+  const RenderEnv& env_;
+  Scopes scopes_;
+  std::string* out_ = nullptr;
+  std::vector<Value> block_values_;
+  Ctrl ctrl_ = Ctrl::kNone;
+  int depth_ = 0;
+  int64_t steps_ = 0;
 };
 
 }  // namespace
 
 Result<std::string> RenderTemplate(const std::vector<Node>& nodes,
-                                   std::map<std::string, Value> globals) {
-  return Renderer(nodes, std::move(globals)).Run();
+                                   std::map<std::string, Value> globals, const RenderEnv& env) {
+  return Renderer(nodes, std::move(globals), env).Run();
 }
 
 }  // namespace gridfeed::order::sft::chat_template_internal

@@ -2,6 +2,7 @@
 // lstrip_blocks on, whitespace control and comments; string literals unescaped as Jinja does
 // (internal contract: chat_template_ast.h).
 
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <utility>
@@ -175,7 +176,16 @@ class Lexer {
         GRIDFEED_ASSIGN_OR_RETURN(p, Tag(p, kind == '%', &seg.tokens));
         if (kind == '%' && !seg.tokens.empty() && seg.tokens[0].type == Token::Type::kName &&
             seg.tokens[0].s == "raw") {
-          return SyntaxError("{% raw %} is not supported", q);
+          if (seg.tokens.size() != 2) return SyntaxError("unexpected tokens after 'raw'", q);
+          // Jinja's raw_begin takes no trim_blocks newline.
+          if (p >= 3 && src_.compare(p - 3, 3, "%}\n") == 0 &&
+              !(p >= 4 && (src_[p - 4] == '-' || src_[p - 4] == '+'))) {
+            --p;
+          }
+          GRIDFEED_ASSIGN_OR_RETURN(p, Raw(p, q, &segs));
+          line_starting = p > 0 && src_[p - 1] == '\n';
+          pos = p;
+          continue;
         }
         segs.push_back(std::move(seg));
       }
@@ -224,31 +234,7 @@ class Lexer {
       Token t;
       t.pos = p;
       if (IsDigit(c)) {
-        size_t e = p;
-        while (e < src_.size() && (IsDigit(src_[e]) || src_[e] == '_')) ++e;
-        const bool frac = e + 1 < src_.size() && src_[e] == '.' && IsDigit(src_[e + 1]);
-        size_t x = e + 1;
-        if (x < src_.size() && (src_[x] == '+' || src_[x] == '-')) ++x;
-        const bool expo = e < src_.size() && (src_[e] == 'e' || src_[e] == 'E') &&
-                          x < src_.size() && IsDigit(src_[x]);
-        if (frac || expo) return SyntaxError("float literals are not supported", p);
-        if (c == '0' && p + 1 < src_.size() &&
-            std::string_view("bBoOxX").find(src_[p + 1]) != std::string_view::npos) {
-          return SyntaxError("binary, octal and hex literals are not supported", p);
-        }
-        // Jinja's decimal: [1-9](_?\d)* or 0(_?0)*.
-        size_t k = p + 1;
-        int64_t v = c - '0';
-        while (k < src_.size()) {
-          const size_t d = src_[k] == '_' ? k + 1 : k;
-          if (d >= src_.size() || !IsDigit(src_[d]) || (c == '0' && src_[d] != '0')) break;
-          if (v > (INT64_MAX - 9) / 10) return SyntaxError("integer literal too large", p);
-          v = v * 10 + (src_[d] - '0');
-          k = d + 1;
-        }
-        t.type = Token::Type::kInt;
-        t.i = v;
-        p = k;
+        GRIDFEED_ASSIGN_OR_RETURN(p, Number(p, &t));
       } else if (IsNameStart(c)) {
         size_t e = p;
         while (e < src_.size() && IsNameChar(src_[e])) ++e;
@@ -286,6 +272,128 @@ class Lexer {
       }
       out->push_back(std::move(t));
     }
+  }
+
+  // The body of {% raw %} from `p` up to its {% endraw %}, as text; returns the offset after
+  // the end tag (whitespace control and trim/lstrip_blocks as on other tags).
+  Result<size_t> Raw(size_t p, size_t open, std::vector<Segment>* segs) {
+    for (size_t r = src_.find("{%", p); r != std::string::npos; r = src_.find("{%", r + 2)) {
+      size_t k = r + 2;
+      const char sign = (k < src_.size() && (src_[k] == '-' || src_[k] == '+')) ? src_[k] : 0;
+      if (sign) ++k;
+      k += SpaceRun(src_, k);
+      if (src_.compare(k, 6, "endraw") != 0) continue;
+      k += 6;
+      k += SpaceRun(src_, k);
+      size_t after;
+      if (src_.compare(k, 3, "-%}") == 0) {
+        after = k + 3 + SpaceRun(src_, k + 3);
+      } else if (src_.compare(k, 3, "+%}") == 0) {
+        after = k + 3;
+      } else if (src_.compare(k, 2, "%}") == 0) {
+        after = k + 2 + (k + 2 < src_.size() && src_[k + 2] == '\n');
+      } else {
+        continue;
+      }
+      std::string text = src_.substr(p, r - p);
+      if (sign == '-') {
+        text = PyStripImpl(text, std::nullopt, false, true);
+      } else if (sign != '+') {
+        const size_t nl = text.rfind('\n');
+        const size_t l_pos = nl == std::string::npos ? 0 : nl + 1;
+        if (l_pos < text.size() && AllPySpace(std::string_view(text).substr(l_pos)) &&
+            (l_pos > 0 || (p > 0 && src_[p - 1] == '\n'))) {
+          text.resize(l_pos);
+        }
+      }
+      if (!text.empty()) segs->push_back({Segment::Kind::kText, std::move(text), {}, p});
+      return after;
+    }
+    return SyntaxError("missing {% endraw %}", open);
+  }
+
+  // Jinja's integer_re and float_re (underscores between digits; 0b/0o/0x prefixes).
+  Result<size_t> Number(size_t p, Token* t) {
+    auto digits = [&](size_t k, auto is_digit) {
+      // (\d_?)* ending on a digit: returns the end, k itself when no digit.
+      size_t e = k;
+      while (e < src_.size() && is_digit(src_[e])) {
+        ++e;
+        if (e + 1 < src_.size() && src_[e] == '_' && is_digit(src_[e + 1])) ++e;
+      }
+      return e;
+    };
+    auto dec = [](char ch) { return ch >= '0' && ch <= '9'; };
+    if (src_[p] == '0' && p + 1 < src_.size() &&
+        std::string_view("bBoOxX").find(src_[p + 1]) != std::string_view::npos) {
+      const char kind = static_cast<char>(src_[p + 1] | 0x20);
+      const int base = kind == 'b' ? 2 : kind == 'o' ? 8 : 16;
+      auto is_digit = [&](char ch) {
+        const int h = HexValue(ch);
+        return h >= 0 && h < base;
+      };
+      size_t k = p + 2;
+      if (k < src_.size() && src_[k] == '_') ++k;
+      const size_t e = digits(k, is_digit);
+      if (e == k) return SyntaxError("invalid integer literal", p);
+      uint64_t v = 0;
+      for (size_t q = k; q < e; ++q) {
+        if (src_[q] == '_') continue;
+        const auto d = static_cast<uint64_t>(HexValue(src_[q]));
+        if (v > (static_cast<uint64_t>(INT64_MAX) - d) / static_cast<uint64_t>(base)) {
+          return SyntaxError(
+              "integer literal beyond int64 (Python's big integers are not supported)", p);
+        }
+        v = v * static_cast<uint64_t>(base) + d;
+      }
+      t->type = Token::Type::kInt;
+      t->i = static_cast<int64_t>(v);
+      return e;
+    }
+    size_t e = digits(p, dec);
+    bool is_float = false;
+    if (e + 1 < src_.size() && src_[e] == '.' && dec(src_[e + 1])) {
+      e = digits(e + 1, dec);
+      is_float = true;
+    }
+    if (e < src_.size() && (src_[e] == 'e' || src_[e] == 'E')) {
+      size_t x = e + 1;
+      if (x < src_.size() && (src_[x] == '+' || src_[x] == '-')) ++x;
+      if (x < src_.size() && dec(src_[x])) {
+        e = digits(x, dec);
+        is_float = true;
+      }
+    }
+    std::string text;
+    for (size_t q = p; q < e; ++q) {
+      if (src_[q] != '_') text += src_[q];
+    }
+    if (is_float) {
+      t->type = Token::Type::kFloat;
+      t->f = std::strtod(text.c_str(), nullptr);
+      return e;
+    }
+    // Jinja's decimal: [1-9](_?\d)* or 0(_?0)*; "01" lexes as 0 then 1 (a syntax error later).
+    if (text.size() > 1 && text[0] == '0') {
+      size_t k = p + 1;
+      while (k < e && (src_[k] == '0' || src_[k] == '_')) ++k;
+      if (k < e) {
+        e = p + 1;
+        text = "0";
+      }
+    }
+    uint64_t v = 0;
+    for (char ch : text) {
+      const auto d = static_cast<uint64_t>(ch - '0');
+      if (v > (static_cast<uint64_t>(INT64_MAX) - d) / 10) {
+        return SyntaxError("integer literal beyond int64 (Python's big integers are not supported)",
+                           p);
+      }
+      v = v * 10 + d;
+    }
+    t->type = Token::Type::kInt;
+    t->i = static_cast<int64_t>(v);
+    return e;
   }
 
   size_t Finish(size_t end_pos, size_t after, std::vector<Token>* out) {

@@ -1,6 +1,7 @@
 // The chat-template parser: Jinja's expression grammar (jinja2/parser.py) over one tag's tokens
-// and the statements (for, if, set) over segments; anything outside the subset is refused here,
-// naming it (internal contract: chat_template_ast.h).
+// and the statements over segments (for, if, set, macro, call, filter, generation, break,
+// continue); anything else is refused here, naming it, and nesting is bounded (internal
+// contract: chat_template_ast.h).
 
 #include <algorithm>
 #include <initializer_list>
@@ -11,24 +12,28 @@
 #include "gridfeed/order/sft/chat_template_ast.h"
 
 namespace gridfeed::order::sft::chat_template_internal {
+namespace {
 
-const std::vector<std::string_view> kStrMethods = {"strip", "lstrip", "rstrip",     "replace",
-                                                   "lower", "upper",  "startswith", "endswith"};
+// Jinja 3.1's builtin filters and tests; the implemented ones are in chat_template_filters.cc.
+const std::vector<std::string_view> kJinjaFilters = {
+    "abs",    "attr",       "batch",       "capitalize", "center",   "count",
+    "d",      "default",    "dictsort",    "e",          "escape",   "filesizeformat",
+    "first",  "float",      "forceescape", "format",     "groupby",  "indent",
+    "int",    "items",      "join",        "last",       "length",   "list",
+    "lower",  "map",        "max",         "min",        "pprint",   "random",
+    "reject", "rejectattr", "replace",     "reverse",    "round",    "safe",
+    "select", "selectattr", "slice",       "sort",       "string",   "striptags",
+    "sum",    "title",      "tojson",      "trim",       "truncate", "unique",
+    "upper",  "urlencode",  "urlize",      "wordcount",  "wordwrap", "xmlattr"};
 
 bool Contains(const std::vector<std::string_view>& v, std::string_view s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
-namespace {
-
-const std::vector<std::string_view> kFilters = {"trim", "lower", "upper", "length", "count"};
-const std::vector<std::string_view> kTests = {"defined", "undefined", "none",  "string", "number",
-                                              "boolean", "true",      "false", "mapping"};
-
 // Jinja's expression grammar (jinja2/parser.py) over one tag's tokens.
 class ExprParser {
  public:
-  explicit ExprParser(const std::vector<Token>& t) : t_(t) {}
+  ExprParser(const std::vector<Token>& t, int max_depth) : t_(t), max_depth_(max_depth) {}
 
   const Token& Cur() const { return t_[k_]; }
   const Token& Peek(size_t ahead = 1) const { return t_[std::min(k_ + ahead, t_.size() - 1)]; }
@@ -39,7 +44,10 @@ class ExprParser {
     if (!AtEnd()) ++k_;
   }
   Status Expect(std::string_view op) {
-    if (!IsOp(op)) return SyntaxError("expected '" + std::string(op) + "'", Cur().pos);
+    if (!IsOp(op)) {
+      return SyntaxError("expected '" + std::string(op) + "', got '" + Describe(Cur()) + "'",
+                         Cur().pos);
+    }
     Next();
     return Status::Ok();
   }
@@ -47,10 +55,21 @@ class ExprParser {
     if (!AtEnd()) return SyntaxError("unexpected '" + Describe(Cur()) + "'", Cur().pos);
     return Status::Ok();
   }
+  Result<std::string> ExpectName(const char* what) {
+    if (Cur().type != Token::Type::kName) {
+      return SyntaxError(std::string("expected ") + what + ", got '" + Describe(Cur()) + "'",
+                         Cur().pos);
+    }
+    std::string n = Cur().s;
+    Next();
+    return n;
+  }
   static std::string Describe(const Token& t) {
     switch (t.type) {
       case Token::Type::kInt:
         return std::to_string(t.i);
+      case Token::Type::kFloat:
+        return FloatRepr(t.f);
       case Token::Type::kStr:
         return "string literal";
       case Token::Type::kEnd:
@@ -60,25 +79,43 @@ class ExprParser {
     }
   }
 
-  Result<ExprPtr> Expression() { return CondExpr(); }
-
-  Result<ExprPtr> CondExpr() {
-    GRIDFEED_ASSIGN_OR_RETURN(ExprPtr e, Or());
-    while (IsName("if")) {
-      auto node = Make(Expr::Kind::kCond, Cur().pos);
-      Next();
-      GRIDFEED_ASSIGN_OR_RETURN(ExprPtr cond, Or());
-      ExprPtr other;
-      if (IsName("else")) {
-        Next();
-        GRIDFEED_ASSIGN_OR_RETURN(other, CondExpr());
+  // parse_tuple: an expression, or a tuple when commas follow (the statements' values).
+  Result<ExprPtr> Tuple(bool with_condexpr = true, bool explicit_parens = false) {
+    const size_t pos = Cur().pos;
+    std::vector<ExprPtr> items;
+    bool is_tuple = false;
+    while (true) {
+      if (!items.empty()) GRIDFEED_RETURN_IF_ERROR(Expect(","));
+      if (TupleEnds(explicit_parens)) break;
+      ExprPtr e;
+      if (with_condexpr) {
+        GRIDFEED_ASSIGN_OR_RETURN(e, Expression());
+      } else {
+        GRIDFEED_ASSIGN_OR_RETURN(e, Or());
       }
-      node->args.push_back(std::move(e));
-      node->args.push_back(std::move(cond));
-      node->args.push_back(std::move(other));
-      e = std::move(node);
+      items.push_back(std::move(e));
+      if (IsOp(",")) {
+        is_tuple = true;
+      } else {
+        break;
+      }
     }
-    return e;
+    if (!is_tuple) {
+      if (!items.empty()) return std::move(items[0]);
+      if (!explicit_parens) {
+        return SyntaxError("expected an expression, got '" + Describe(Cur()) + "'", Cur().pos);
+      }
+    }
+    auto node = Make(Expr::Kind::kTuple, pos);
+    node->args = std::move(items);
+    return Finish(std::move(node));
+  }
+
+  Result<ExprPtr> Expression() {
+    GRIDFEED_RETURN_IF_ERROR(Enter());
+    auto r = CondExpr();
+    --nest_;
+    return r;
   }
 
   Result<ExprPtr> Or() {
@@ -89,7 +126,65 @@ class ExprParser {
       GRIDFEED_ASSIGN_OR_RETURN(ExprPtr r, And());
       node->args.push_back(std::move(e));
       node->args.push_back(std::move(r));
-      e = std::move(node);
+      GRIDFEED_ASSIGN_OR_RETURN(e, Finish(std::move(node)));
+    }
+    return e;
+  }
+
+  Result<ExprPtr> FilterChain(ExprPtr e) { return FilterExpr(std::move(e), /*start_inline=*/true); }
+
+  Result<std::vector<ExprPtr>> CallArgsInto(Expr* node) { return Args(node); }
+
+  Status Enter() {
+    if (++nest_ > max_depth_) {
+      return SyntaxError("expression nested deeper than " + std::to_string(max_depth_), Cur().pos);
+    }
+    return Status::Ok();
+  }
+
+  Result<ExprPtr> Finish(std::unique_ptr<Expr> node) {
+    int d = 0;
+    for (const auto& a : node->args) {
+      if (a) d = std::max(d, a->depth);
+    }
+    for (const auto& kv : node->kwargs) d = std::max(d, kv.second->depth);
+    node->depth = d + 1;
+    if (node->depth > max_depth_) {
+      return SyntaxError("expression nested deeper than " + std::to_string(max_depth_), node->pos);
+    }
+    return ExprPtr(std::move(node));
+  }
+
+  static std::unique_ptr<Expr> Make(Expr::Kind kind, size_t pos) {
+    auto e = std::make_unique<Expr>();
+    e->kind = kind;
+    e->pos = pos;
+    return e;
+  }
+
+ private:
+  bool TupleEnds(bool explicit_parens) const {
+    if (AtEnd()) return true;
+    if (explicit_parens && IsOp(")")) return true;
+    if (IsOp("=")) return true;  // set targets
+    return Cur().type == Token::Type::kName && (Cur().s == "in" || Cur().s == "recursive");
+  }
+
+  Result<ExprPtr> CondExpr() {
+    GRIDFEED_ASSIGN_OR_RETURN(ExprPtr e, Or());
+    while (IsName("if")) {
+      auto node = Make(Expr::Kind::kCond, Cur().pos);
+      Next();
+      GRIDFEED_ASSIGN_OR_RETURN(ExprPtr cond, Or());
+      ExprPtr other;
+      if (IsName("else")) {
+        Next();
+        GRIDFEED_ASSIGN_OR_RETURN(other, Expression());
+      }
+      node->args.push_back(std::move(e));
+      node->args.push_back(std::move(cond));
+      node->args.push_back(std::move(other));
+      GRIDFEED_ASSIGN_OR_RETURN(e, Finish(std::move(node)));
     }
     return e;
   }
@@ -102,7 +197,7 @@ class ExprParser {
       GRIDFEED_ASSIGN_OR_RETURN(ExprPtr r, Not());
       node->args.push_back(std::move(e));
       node->args.push_back(std::move(r));
-      e = std::move(node);
+      GRIDFEED_ASSIGN_OR_RETURN(e, Finish(std::move(node)));
     }
     return e;
   }
@@ -111,9 +206,12 @@ class ExprParser {
     if (IsName("not")) {
       auto node = Make(Expr::Kind::kNot, Cur().pos);
       Next();
-      GRIDFEED_ASSIGN_OR_RETURN(ExprPtr e, Not());
-      node->args.push_back(std::move(e));
-      return ExprPtr(std::move(node));
+      GRIDFEED_RETURN_IF_ERROR(Enter());
+      auto e = Not();
+      --nest_;
+      if (!e.ok()) return e.status();
+      node->args.push_back(std::move(e).value());
+      return Finish(std::move(node));
     }
     return Compare();
   }
@@ -121,8 +219,7 @@ class ExprParser {
   Result<ExprPtr> Compare() {
     const size_t pos = Cur().pos;
     GRIDFEED_ASSIGN_OR_RETURN(ExprPtr e, Math1());
-    auto node = Make(Expr::Kind::kCompare, pos);
-    node->args.push_back(std::move(e));
+    std::unique_ptr<Expr> node;
     while (true) {
       std::string op;
       if (Cur().type == Token::Type::kOp &&
@@ -140,32 +237,50 @@ class ExprParser {
       } else {
         break;
       }
+      if (!node) {
+        node = Make(Expr::Kind::kCompare, pos);
+        node->args.push_back(std::move(e));
+      }
       GRIDFEED_ASSIGN_OR_RETURN(ExprPtr r, Math1());
       node->ops.push_back(op);
       node->args.push_back(std::move(r));
     }
-    if (node->ops.empty()) return std::move(node->args[0]);
-    return ExprPtr(std::move(node));
+    if (!node) return e;
+    return Finish(std::move(node));
   }
 
-  Result<ExprPtr> Binary(std::initializer_list<std::string_view> ops,
-                         Result<ExprPtr> (ExprParser::*sub)()) {
-    GRIDFEED_ASSIGN_OR_RETURN(ExprPtr e, (this->*sub)());
+  using Level = Result<ExprPtr> (ExprParser::*)();
+
+  Result<ExprPtr> Binary(std::initializer_list<const char*> ops, Level next) {
+    GRIDFEED_ASSIGN_OR_RETURN(ExprPtr e, (this->*next)());
     while (Cur().type == Token::Type::kOp &&
-           std::find(ops.begin(), ops.end(), Cur().s) != ops.end()) {
+           std::any_of(ops.begin(), ops.end(), [&](const char* o) { return Cur().s == o; })) {
       auto node = Make(Expr::Kind::kBinary, Cur().pos);
       node->name = Cur().s;
       Next();
-      GRIDFEED_ASSIGN_OR_RETURN(ExprPtr r, (this->*sub)());
+      GRIDFEED_ASSIGN_OR_RETURN(ExprPtr r, (this->*next)());
       node->args.push_back(std::move(e));
       node->args.push_back(std::move(r));
-      e = std::move(node);
+      GRIDFEED_ASSIGN_OR_RETURN(e, Finish(std::move(node)));
     }
     return e;
   }
-  // + and - bind looser than ~, which binds looser than * / // %, then **.
+
+  // Jinja's precedence: + - bind looser than ~, which binds looser than * / // %, then **.
   Result<ExprPtr> Math1() { return Binary({"+", "-"}, &ExprParser::Concat); }
-  Result<ExprPtr> Concat() { return Binary({"~"}, &ExprParser::Math2); }
+  Result<ExprPtr> Concat() {
+    const size_t pos = Cur().pos;
+    GRIDFEED_ASSIGN_OR_RETURN(ExprPtr e, Math2());
+    if (!IsOp("~")) return e;
+    auto node = Make(Expr::Kind::kConcat, pos);
+    node->args.push_back(std::move(e));
+    while (IsOp("~")) {
+      Next();
+      GRIDFEED_ASSIGN_OR_RETURN(ExprPtr r, Math2());
+      node->args.push_back(std::move(r));
+    }
+    return Finish(std::move(node));
+  }
   Result<ExprPtr> Math2() { return Binary({"*", "/", "//", "%"}, &ExprParser::Pow); }
   Result<ExprPtr> Pow() { return Binary({"**"}, &ExprParser::UnaryWithFilter); }
   Result<ExprPtr> UnaryWithFilter() { return Unary(true); }
@@ -175,15 +290,18 @@ class ExprParser {
     if (IsOp("-") || IsOp("+")) {
       auto node = Make(IsOp("-") ? Expr::Kind::kNeg : Expr::Kind::kPos, Cur().pos);
       Next();
-      GRIDFEED_ASSIGN_OR_RETURN(ExprPtr operand, Unary(false));
-      node->args.push_back(std::move(operand));
-      e = std::move(node);
+      GRIDFEED_RETURN_IF_ERROR(Enter());
+      auto operand = Unary(false);
+      --nest_;
+      if (!operand.ok()) return operand.status();
+      node->args.push_back(std::move(operand).value());
+      GRIDFEED_ASSIGN_OR_RETURN(e, Finish(std::move(node)));
     } else {
       GRIDFEED_ASSIGN_OR_RETURN(e, Primary());
     }
     GRIDFEED_ASSIGN_OR_RETURN(e, Postfix(std::move(e)));
     if (with_filter) {
-      GRIDFEED_ASSIGN_OR_RETURN(e, FilterExpr(std::move(e)));
+      GRIDFEED_ASSIGN_OR_RETURN(e, FilterExpr(std::move(e), false));
     }
     return e;
   }
@@ -215,58 +333,52 @@ class ExprParser {
       node->lit = Value::Str(std::move(s));
       return ExprPtr(std::move(node));
     }
-    if (t.type == Token::Type::kInt) {
+    if (t.type == Token::Type::kInt || t.type == Token::Type::kFloat) {
       auto node = Make(Expr::Kind::kLit, t.pos);
-      node->lit = Value::Int(t.i);
+      node->lit = t.type == Token::Type::kInt ? Value::Int(t.i) : Value::Float(t.f);
       Next();
       return ExprPtr(std::move(node));
     }
     if (IsOp("(")) {
       Next();
-      GRIDFEED_ASSIGN_OR_RETURN(ExprPtr e, Expression());
-      if (IsOp(",")) return SyntaxError("tuples are not supported", Cur().pos);
+      GRIDFEED_RETURN_IF_ERROR(Enter());
+      auto e = Tuple(true, true);
+      --nest_;
+      if (!e.ok()) return e.status();
       GRIDFEED_RETURN_IF_ERROR(Expect(")"));
-      return e;
+      return std::move(e).value();
     }
-    if (IsOp("[")) {
-      auto node = Make(Expr::Kind::kList, t.pos);
+    if (IsOp("[") || IsOp("{")) {
+      const bool dict = IsOp("{");
+      auto node = Make(dict ? Expr::Kind::kDict : Expr::Kind::kList, t.pos);
       Next();
-      while (!IsOp("]")) {
-        if (!node->args.empty()) GRIDFEED_RETURN_IF_ERROR(Expect(","));
-        if (IsOp("]")) break;
+      GRIDFEED_RETURN_IF_ERROR(Enter());
+      const char* close = dict ? "}" : "]";
+      bool first = true;
+      while (!IsOp(close)) {
+        if (!first) {
+          GRIDFEED_RETURN_IF_ERROR(Expect(","));
+          if (IsOp(close)) break;
+        }
+        first = false;
         GRIDFEED_ASSIGN_OR_RETURN(ExprPtr e, Expression());
         node->args.push_back(std::move(e));
+        if (dict) {
+          GRIDFEED_RETURN_IF_ERROR(Expect(":"));
+          GRIDFEED_ASSIGN_OR_RETURN(ExprPtr v, Expression());
+          node->args.push_back(std::move(v));
+        }
       }
+      --nest_;
       Next();
-      return ExprPtr(std::move(node));
+      return Finish(std::move(node));
     }
-    if (IsOp("{")) return SyntaxError("dict literals are not supported", t.pos);
     return SyntaxError("unexpected '" + Describe(t) + "'", t.pos);
   }
 
   Result<ExprPtr> Postfix(ExprPtr e) {
     while (true) {
-      if (IsOp(".")) {
-        const size_t pos = Cur().pos;
-        Next();
-        if (Cur().type == Token::Type::kName) {
-          auto node = Make(Expr::Kind::kAttr, pos);
-          node->name = Cur().s;
-          node->args.push_back(std::move(e));
-          Next();
-          e = std::move(node);
-        } else if (Cur().type == Token::Type::kInt) {
-          auto node = Make(Expr::Kind::kItem, pos);
-          auto idx = Make(Expr::Kind::kLit, Cur().pos);
-          idx->lit = Value::Int(Cur().i);
-          node->args.push_back(std::move(e));
-          node->args.push_back(std::move(idx));
-          Next();
-          e = std::move(node);
-        } else {
-          return SyntaxError("expected a name after '.'", Cur().pos);
-        }
-      } else if (IsOp("[")) {
+      if (IsOp(".") || IsOp("[")) {
         GRIDFEED_ASSIGN_OR_RETURN(e, Subscript(std::move(e)));
       } else if (IsOp("(")) {
         GRIDFEED_ASSIGN_OR_RETURN(e, Call(std::move(e)));
@@ -278,171 +390,228 @@ class ExprParser {
 
   Result<ExprPtr> Subscript(ExprPtr e) {
     const size_t pos = Cur().pos;
-    Next();  // [
-    ExprPtr parts[3];
-    bool slice = false;
-    for (int part = 0; part < 3; ++part) {
-      if (!IsOp(":") && !IsOp("]")) {
-        GRIDFEED_ASSIGN_OR_RETURN(parts[part], Expression());
-      }
-      if (IsOp(",")) return SyntaxError("tuple subscripts are not supported", Cur().pos);
-      if (part < 2 && IsOp(":")) {
-        slice = true;
+    if (IsOp(".")) {
+      Next();
+      if (Cur().type == Token::Type::kName) {
+        auto node = Make(Expr::Kind::kAttr, pos);
+        node->name = Cur().s;
+        node->args.push_back(std::move(e));
         Next();
-        continue;
+        return Finish(std::move(node));
       }
-      break;
+      if (Cur().type == Token::Type::kInt) {
+        auto node = Make(Expr::Kind::kItem, pos);
+        auto idx = Make(Expr::Kind::kLit, Cur().pos);
+        idx->lit = Value::Int(Cur().i);
+        node->args.push_back(std::move(e));
+        node->args.push_back(std::move(idx));
+        Next();
+        return Finish(std::move(node));
+      }
+      return SyntaxError("expected a name after '.'", Cur().pos);
     }
-    GRIDFEED_RETURN_IF_ERROR(Expect("]"));
-    auto node = Make(slice ? Expr::Kind::kSlice : Expr::Kind::kItem, pos);
+    Next();  // [
+    GRIDFEED_RETURN_IF_ERROR(Enter());
+    std::vector<ExprPtr> subs;
+    bool any_slice = false;
+    while (!IsOp("]")) {
+      if (!subs.empty()) {
+        GRIDFEED_RETURN_IF_ERROR(Expect(","));
+        if (IsOp("]")) break;
+      }
+      ExprPtr parts[3];
+      bool slice = false;
+      for (int part = 0; part < 3; ++part) {
+        if (!IsOp(":") && !IsOp("]") && !IsOp(",")) {
+          GRIDFEED_ASSIGN_OR_RETURN(parts[part], Expression());
+        }
+        if (part < 2 && IsOp(":")) {
+          slice = true;
+          Next();
+          continue;
+        }
+        break;
+      }
+      if (slice) {
+        any_slice = true;
+        auto s = Make(Expr::Kind::kSlice, pos);
+        s->args.push_back(nullptr);
+        for (auto& p : parts) s->args.push_back(std::move(p));
+        subs.push_back(std::move(s));
+      } else {
+        if (!parts[0]) return SyntaxError("expected an expression in a subscript", Cur().pos);
+        subs.push_back(std::move(parts[0]));
+      }
+    }
+    --nest_;
+    Next();  // ]
+    if (subs.size() != 1) {
+      return SyntaxError("tuple subscripts are not supported", pos);
+    }
+    if (any_slice) {
+      subs[0]->args[0] = std::move(e);
+      return Finish(std::move(subs[0]));
+    }
+    auto node = Make(Expr::Kind::kItem, pos);
     node->args.push_back(std::move(e));
-    if (slice) {
-      for (auto& p : parts) node->args.push_back(std::move(p));
-    } else {
-      if (!parts[0]) return SyntaxError("empty subscript", pos);
-      node->args.push_back(std::move(parts[0]));
-    }
-    return ExprPtr(std::move(node));
+    node->args.push_back(std::move(subs[0]));
+    return Finish(std::move(node));
   }
 
-  Status Args(Expr* node) {
+  // Call arguments after `(` into node->args (appended) and node->kwargs.
+  Result<std::vector<ExprPtr>> Args(Expr* node) {
     Next();  // (
+    GRIDFEED_RETURN_IF_ERROR(Enter());
+    bool first = true;
     while (!IsOp(")")) {
-      if (node->args.size() > (node->kind == Expr::Kind::kRaise ? 0u : 1u)) {
+      if (!first) {
         GRIDFEED_RETURN_IF_ERROR(Expect(","));
         if (IsOp(")")) break;
       }
-      if (Cur().type == Token::Type::kName && Peek().type == Token::Type::kOp && Peek().s == "=") {
-        return SyntaxError("keyword arguments are not supported", Cur().pos);
+      first = false;
+      if (IsOp("*") || IsOp("**")) {
+        return SyntaxError("*args and **kwargs in calls are not supported", Cur().pos);
       }
-      if (IsOp("*") || IsOp("**")) return SyntaxError("*args are not supported", Cur().pos);
+      if (Cur().type == Token::Type::kName && Peek().type == Token::Type::kOp && Peek().s == "=") {
+        std::string key = Cur().s;
+        Next();
+        Next();
+        GRIDFEED_ASSIGN_OR_RETURN(ExprPtr v, Expression());
+        node->kwargs.emplace_back(std::move(key), std::move(v));
+        continue;
+      }
+      if (!node->kwargs.empty()) {
+        return SyntaxError("positional argument after a keyword argument", Cur().pos);
+      }
       GRIDFEED_ASSIGN_OR_RETURN(ExprPtr a, Expression());
       node->args.push_back(std::move(a));
     }
+    --nest_;
     Next();
-    return Status::Ok();
+    return std::vector<ExprPtr>{};
   }
 
   Result<ExprPtr> Call(ExprPtr callee) {
-    const size_t pos = Cur().pos;
-    if (callee->kind == Expr::Kind::kName && callee->name == "raise_exception") {
-      auto node = Make(Expr::Kind::kRaise, pos);
-      GRIDFEED_RETURN_IF_ERROR(Args(node.get()));
-      if (node->args.size() != 1) return SyntaxError("raise_exception takes one argument", pos);
-      return ExprPtr(std::move(node));
-    }
-    if (callee->kind == Expr::Kind::kAttr && Contains(kStrMethods, callee->name)) {
-      auto node = Make(Expr::Kind::kMethod, pos);
-      node->name = callee->name;
-      node->args.push_back(std::move(callee->args[0]));
-      GRIDFEED_RETURN_IF_ERROR(Args(node.get()));
-      const size_t n = node->args.size() - 1;
-      const bool ok = (node->name == "lower" || node->name == "upper") ? n == 0
-                      : node->name == "replace"                        ? (n == 2 || n == 3)
-                      : (node->name == "startswith" || node->name == "endswith") ? n == 1
-                                                                                 : n <= 1;
-      if (!ok) return SyntaxError("wrong number of arguments to ." + node->name + "()", pos);
-      return ExprPtr(std::move(node));
-    }
-    std::string what = callee->kind == Expr::Kind::kName   ? "function '" + callee->name + "'"
-                       : callee->kind == Expr::Kind::kAttr ? "method '" + callee->name + "'"
-                                                           : std::string("expression");
-    return SyntaxError("call of " + what + " is not supported", pos);
+    auto node = Make(Expr::Kind::kCall, Cur().pos);
+    node->args.push_back(std::move(callee));
+    GRIDFEED_RETURN_IF_ERROR(Args(node.get()).status());
+    return Finish(std::move(node));
   }
 
-  Result<ExprPtr> FilterExpr(ExprPtr e) {
+  Result<std::string> DottedName() {
+    GRIDFEED_ASSIGN_OR_RETURN(std::string n, ExpectName("a name"));
+    while (IsOp(".")) {
+      Next();
+      GRIDFEED_ASSIGN_OR_RETURN(std::string more, ExpectName("a name"));
+      n += "." + more;
+    }
+    return n;
+  }
+
+  Result<ExprPtr> FilterExpr(ExprPtr e, bool start_inline) {
     while (true) {
-      if (IsOp("|")) {
-        Next();
-        if (Cur().type != Token::Type::kName)
-          return SyntaxError("expected a filter name", Cur().pos);
-        if (!Contains(kFilters, Cur().s)) {
-          return SyntaxError("filter '" + Cur().s + "' is not supported", Cur().pos);
+      if (IsOp("|") || start_inline) {
+        if (!start_inline) Next();
+        start_inline = false;
+        const size_t pos = Cur().pos;
+        GRIDFEED_ASSIGN_OR_RETURN(std::string name, DottedName());
+        if (!Contains(kJinjaFilters, name)) {
+          return SyntaxError("no filter named '" + name + "'", pos);
         }
-        auto node = Make(Expr::Kind::kFilter, Cur().pos);
-        node->name = Cur().s;
-        Next();
-        if (IsOp(".")) return SyntaxError("dotted filter names are not supported", Cur().pos);
+        if (!IsFilter(name)) return SyntaxError("filter '" + name + "' is not supported", pos);
+        auto node = Make(Expr::Kind::kFilter, pos);
+        node->name = name;
         node->args.push_back(std::move(e));
-        if (IsOp("(")) GRIDFEED_RETURN_IF_ERROR(Args(node.get()));
-        if (node->args.size() > (node->name == "trim" ? 2u : 1u)) {
-          return SyntaxError("too many arguments to filter '" + node->name + "'", node->pos);
-        }
-        e = std::move(node);
+        if (IsOp("(")) GRIDFEED_RETURN_IF_ERROR(Args(node.get()).status());
+        GRIDFEED_ASSIGN_OR_RETURN(e, Finish(std::move(node)));
       } else if (IsName("is")) {
-        auto node = Make(Expr::Kind::kTest, Cur().pos);
         Next();
+        auto node = Make(Expr::Kind::kTest, Cur().pos);
         if (IsName("not")) {
           node->negated = true;
           Next();
         }
-        if (Cur().type != Token::Type::kName) return SyntaxError("expected a test name", Cur().pos);
-        if (!Contains(kTests, Cur().s)) {
-          return SyntaxError("test '" + Cur().s + "' is not supported", Cur().pos);
-        }
-        node->name = Cur().s;
-        Next();
-        // Jinja would read an argument here; none of the supported tests takes one.
-        const Token& a = Cur();
-        if (a.type == Token::Type::kStr || a.type == Token::Type::kInt ||
-            (a.type == Token::Type::kOp && (a.s == "(" || a.s == "[" || a.s == "{")) ||
-            (a.type == Token::Type::kName && a.s != "else" && a.s != "or" && a.s != "and")) {
-          return SyntaxError("tests with arguments are not supported", a.pos);
-        }
+        const size_t pos = Cur().pos;
+        GRIDFEED_ASSIGN_OR_RETURN(std::string name, DottedName());
+        if (!IsTest(name))
+          return SyntaxError("no test named '" + name + "' (or not supported)", pos);
+        node->name = name;
         node->args.push_back(std::move(e));
-        e = std::move(node);
+        const Token& a = Cur();
+        if (IsOp("(")) {
+          GRIDFEED_RETURN_IF_ERROR(Args(node.get()).status());
+        } else if (a.type == Token::Type::kStr || a.type == Token::Type::kInt ||
+                   a.type == Token::Type::kFloat ||
+                   (a.type == Token::Type::kOp && (a.s == "[" || a.s == "{")) ||
+                   (a.type == Token::Type::kName && a.s != "else" && a.s != "or" && a.s != "and")) {
+          if (a.type == Token::Type::kName && a.s == "is") {
+            return SyntaxError("You cannot chain multiple tests with is", a.pos);
+          }
+          // One argument without parentheses: a primary and its postfix (`is divisibleby 3`).
+          GRIDFEED_ASSIGN_OR_RETURN(ExprPtr arg, Primary());
+          GRIDFEED_ASSIGN_OR_RETURN(arg, Postfix(std::move(arg)));
+          node->args.push_back(std::move(arg));
+        }
+        GRIDFEED_ASSIGN_OR_RETURN(e, Finish(std::move(node)));
       } else if (IsOp("(")) {
-        return SyntaxError("call of a filtered value is not supported", Cur().pos);
+        GRIDFEED_ASSIGN_OR_RETURN(e, Call(std::move(e)));
       } else {
         return e;
       }
     }
   }
 
- private:
-  static std::unique_ptr<Expr> Make(Expr::Kind kind, size_t pos) {
-    auto e = std::make_unique<Expr>();
-    e->kind = kind;
-    e->pos = pos;
-    return e;
-  }
   const std::vector<Token>& t_;
   size_t k_ = 0;
+  int max_depth_;
+  int nest_ = 0;
 };
 
 // Statements over segments.
 class TemplateParser {
  public:
-  explicit TemplateParser(std::vector<Segment> segs) : segs_(std::move(segs)) {}
+  TemplateParser(std::vector<Segment> segs, int max_depth)
+      : segs_(std::move(segs)), max_depth_(max_depth) {}
 
   Result<std::vector<Node>> Run() {
     std::vector<Node> body;
     std::string stop;
-    GRIDFEED_RETURN_IF_ERROR(Body({}, &body, &stop));
+    GRIDFEED_RETURN_IF_ERROR(Body({}, &body, &stop, 0));
     return body;
   }
 
  private:
   // Parses nodes until a block tag named in `stops` (left for the caller in *stop, its segment
   // consumed) or the end of the template (stop empty).
-  Status Body(const std::vector<std::string_view>& stops, std::vector<Node>* out,
-              std::string* stop) {
+  Status Body(const std::vector<std::string_view>& stops, std::vector<Node>* out, std::string* stop,
+              size_t open_pos) {
+    if (++depth_ > max_depth_) {
+      --depth_;
+      return SyntaxError("blocks nested deeper than " + std::to_string(max_depth_), open_pos);
+    }
+    Status st = BodyImpl(stops, out, stop, open_pos);
+    --depth_;
+    return st;
+  }
+
+  Status BodyImpl(const std::vector<std::string_view>& stops, std::vector<Node>* out,
+                  std::string* stop, size_t open_pos) {
     while (k_ < segs_.size()) {
       Segment& seg = segs_[k_++];
       if (seg.kind == Segment::Kind::kText) {
         Node n;
         n.kind = Node::Kind::kText;
+        n.pos = seg.pos;
         n.text = std::move(seg.text);
         out->push_back(std::move(n));
         continue;
       }
-      ExprParser p(seg.tokens);
+      ExprParser p(seg.tokens, max_depth_);
       if (seg.kind == Segment::Kind::kVar) {
         Node n;
         n.kind = Node::Kind::kOutput;
         n.pos = seg.pos;
-        GRIDFEED_ASSIGN_OR_RETURN(n.expr, p.Expression());
-        if (p.IsOp(",")) return SyntaxError("tuples are not supported", p.Cur().pos);
+        GRIDFEED_ASSIGN_OR_RETURN(n.expr, p.Tuple());
         GRIDFEED_RETURN_IF_ERROR(p.ExpectEnd());
         out->push_back(std::move(n));
         continue;
@@ -461,14 +630,48 @@ class TemplateParser {
         GRIDFEED_RETURN_IF_ERROR(If(p, seg.pos, out));
       } else if (tag == "set") {
         GRIDFEED_RETURN_IF_ERROR(Set(p, seg.pos, out));
+      } else if (tag == "macro") {
+        GRIDFEED_RETURN_IF_ERROR(Macro(p, seg.pos, out));
+      } else if (tag == "call") {
+        GRIDFEED_RETURN_IF_ERROR(CallBlock(p, seg.pos, out));
+      } else if (tag == "filter") {
+        GRIDFEED_RETURN_IF_ERROR(FilterBlock(p, seg.pos, out));
+      } else if (tag == "generation") {
+        Node n;
+        n.kind = Node::Kind::kGeneration;
+        n.pos = seg.pos;
+        GRIDFEED_RETURN_IF_ERROR(p.ExpectEnd());
+        GRIDFEED_RETURN_IF_ERROR(Block(&n, "endgeneration", seg.pos));
+        out->push_back(std::move(n));
+      } else if (tag == "break" || tag == "continue") {
+        if (loop_depth_ == 0) {
+          return SyntaxError("'" + tag + "' outside of a loop", seg.pos);
+        }
+        GRIDFEED_RETURN_IF_ERROR(p.ExpectEnd());
+        Node n;
+        n.kind = tag == "break" ? Node::Kind::kBreak : Node::Kind::kContinue;
+        n.pos = seg.pos;
+        out->push_back(std::move(n));
+      } else if (tag == "include" || tag == "import" || tag == "from" || tag == "extends" ||
+                 tag == "block" || tag == "with" || tag == "autoescape" || tag == "do" ||
+                 tag == "trans") {
+        return SyntaxError("tag '" + tag + "' is not supported", seg.pos);
       } else {
-        return SyntaxError("tag '" + tag + "' is not supported or unexpected here", seg.pos);
+        std::string msg = "unknown or unexpected tag '" + tag + "'";
+        if (!stops.empty()) {
+          msg += " (expected ";
+          for (size_t k = 0; k < stops.size(); ++k) {
+            msg += (k ? " or " : "") + std::string(stops[k]);
+          }
+          msg += ")";
+        }
+        return SyntaxError(msg, seg.pos);
       }
     }
     if (!stops.empty()) {
       std::string want;
       for (auto s : stops) want += (want.empty() ? "" : " or ") + std::string(s);
-      return SyntaxError("unexpected end of template, expected " + want, open_pos_);
+      return SyntaxError("unexpected end of template, expected " + want, open_pos);
     }
     stop->clear();
     return Status::Ok();
@@ -476,35 +679,67 @@ class TemplateParser {
 
   // The tag that ended a body: its tokens after the name.
   ExprParser StopParser() {
-    ExprParser p(cur_block_->tokens);
+    ExprParser p(cur_block_->tokens, max_depth_);
     p.Next();
     return p;
+  }
+
+  // A body ending at `end` (whose tag must hold nothing else), into n->branches[0].
+  Status Block(Node* n, const char* end, size_t pos) {
+    std::vector<Node> body;
+    std::string stop;
+    GRIDFEED_RETURN_IF_ERROR(Body({end}, &body, &stop, pos));
+    ExprParser sp = StopParser();
+    // {% endmacro name %} / {% endblock %} may repeat the name.
+    if (sp.Cur().type == Token::Type::kName && n->kind == Node::Kind::kMacro) sp.Next();
+    GRIDFEED_RETURN_IF_ERROR(sp.ExpectEnd());
+    n->branches.emplace_back(nullptr, std::move(body));
+    return Status::Ok();
+  }
+
+  // parse_assign_target: a name or names separated by commas (optionally in parentheses).
+  Status Targets(ExprParser& p, std::vector<std::string>* out) {
+    const bool paren = p.IsOp("(");
+    if (paren) p.Next();
+    while (true) {
+      GRIDFEED_ASSIGN_OR_RETURN(std::string n, p.ExpectName("a target name"));
+      out->push_back(std::move(n));
+      if (!p.IsOp(",")) break;
+      p.Next();
+      if (paren && p.IsOp(")")) break;
+      if (!paren && (p.IsName("in") || p.IsOp("="))) break;
+    }
+    if (paren) GRIDFEED_RETURN_IF_ERROR(p.Expect(")"));
+    return Status::Ok();
   }
 
   Status For(ExprParser& p, size_t pos, std::vector<Node>* out) {
     Node n;
     n.kind = Node::Kind::kFor;
     n.pos = pos;
-    if (p.Cur().type != Token::Type::kName)
-      return SyntaxError("expected a loop variable", p.Cur().pos);
-    n.var = p.Cur().s;
-    p.Next();
-    if (p.IsOp(",")) return SyntaxError("tuple loop targets are not supported", p.Cur().pos);
+    GRIDFEED_RETURN_IF_ERROR(Targets(p, &n.targets));
     if (!p.IsName("in")) return SyntaxError("expected 'in'", p.Cur().pos);
     p.Next();
-    GRIDFEED_ASSIGN_OR_RETURN(n.expr, p.Or());  // Jinja reads `if` here as a loop filter
-    if (p.IsName("if"))
-      return SyntaxError("loop filters ('for ... if') are not supported", p.Cur().pos);
+    GRIDFEED_ASSIGN_OR_RETURN(n.expr, p.Tuple(/*with_condexpr=*/false));
+    if (p.IsName("if")) {
+      p.Next();
+      GRIDFEED_ASSIGN_OR_RETURN(n.cond, p.Expression());
+    }
     if (p.IsName("recursive")) return SyntaxError("recursive loops are not supported", p.Cur().pos);
     GRIDFEED_RETURN_IF_ERROR(p.ExpectEnd());
-    open_pos_ = pos;
     std::vector<Node> body;
     std::string stop;
-    GRIDFEED_RETURN_IF_ERROR(Body({"endfor", "else"}, &body, &stop));
+    ++loop_depth_;
+    Status st = Body({"endfor", "else"}, &body, &stop, pos);
+    --loop_depth_;
+    GRIDFEED_RETURN_IF_ERROR(st);
     GRIDFEED_RETURN_IF_ERROR(StopParser().ExpectEnd());
     if (stop == "else") {
-      open_pos_ = pos;
-      GRIDFEED_RETURN_IF_ERROR(Body({"endfor"}, &n.else_body, &stop));
+      const int saved = loop_depth_;
+      loop_depth_ = 0;  // Jinja: the else body is outside the loop
+      st = Body({"endfor"}, &n.else_body, &stop, pos);
+      loop_depth_ = saved;
+      GRIDFEED_RETURN_IF_ERROR(st);
       GRIDFEED_RETURN_IF_ERROR(StopParser().ExpectEnd());
     }
     n.branches.emplace_back(nullptr, std::move(body));
@@ -516,24 +751,22 @@ class TemplateParser {
     Node n;
     n.kind = Node::Kind::kIf;
     n.pos = pos;
-    GRIDFEED_ASSIGN_OR_RETURN(ExprPtr cond, p.Expression());
+    GRIDFEED_ASSIGN_OR_RETURN(ExprPtr cond, p.Tuple(/*with_condexpr=*/false));
     GRIDFEED_RETURN_IF_ERROR(p.ExpectEnd());
     while (true) {
-      open_pos_ = pos;
       std::vector<Node> body;
       std::string stop;
-      GRIDFEED_RETURN_IF_ERROR(Body({"elif", "else", "endif"}, &body, &stop));
+      GRIDFEED_RETURN_IF_ERROR(Body({"elif", "else", "endif"}, &body, &stop, pos));
       n.branches.emplace_back(std::move(cond), std::move(body));
       ExprParser sp = StopParser();
       if (stop == "elif") {
-        GRIDFEED_ASSIGN_OR_RETURN(cond, sp.Expression());
+        GRIDFEED_ASSIGN_OR_RETURN(cond, sp.Tuple(false));
         GRIDFEED_RETURN_IF_ERROR(sp.ExpectEnd());
         continue;
       }
       GRIDFEED_RETURN_IF_ERROR(sp.ExpectEnd());
       if (stop == "else") {
-        open_pos_ = pos;
-        GRIDFEED_RETURN_IF_ERROR(Body({"endif"}, &n.else_body, &stop));
+        GRIDFEED_RETURN_IF_ERROR(Body({"endif"}, &n.else_body, &stop, pos));
         GRIDFEED_RETURN_IF_ERROR(StopParser().ExpectEnd());
       }
       break;
@@ -546,33 +779,118 @@ class TemplateParser {
     Node n;
     n.kind = Node::Kind::kSet;
     n.pos = pos;
-    if (p.Cur().type != Token::Type::kName)
-      return SyntaxError("expected a name after set", p.Cur().pos);
-    n.var = p.Cur().s;
-    p.Next();
-    if (p.IsOp(".") || p.IsOp(",")) {
-      return SyntaxError("only '{% set name = value %}' is supported", p.Cur().pos);
+    if (p.Cur().type == Token::Type::kName && p.Peek().type == Token::Type::kOp &&
+        p.Peek().s == ".") {
+      // {% set ns.attr = value %}
+      n.targets.push_back(p.Cur().s);
+      p.Next();
+      p.Next();
+      GRIDFEED_ASSIGN_OR_RETURN(n.text, p.ExpectName("an attribute name"));
+      GRIDFEED_RETURN_IF_ERROR(p.Expect("="));
+      GRIDFEED_ASSIGN_OR_RETURN(n.expr, p.Tuple());
+      GRIDFEED_RETURN_IF_ERROR(p.ExpectEnd());
+      out->push_back(std::move(n));
+      return Status::Ok();
     }
-    if (!p.IsOp("="))
-      return SyntaxError("block assignments ('{% set x %}') are not supported", pos);
-    p.Next();
-    GRIDFEED_ASSIGN_OR_RETURN(n.expr, p.Expression());
-    if (p.IsOp(",")) return SyntaxError("tuples are not supported", p.Cur().pos);
+    GRIDFEED_RETURN_IF_ERROR(Targets(p, &n.targets));
+    if (p.IsOp("=")) {
+      p.Next();
+      GRIDFEED_ASSIGN_OR_RETURN(n.expr, p.Tuple());
+      GRIDFEED_RETURN_IF_ERROR(p.ExpectEnd());
+      out->push_back(std::move(n));
+      return Status::Ok();
+    }
+    // Block assignment, with an optional filter chain.
+    if (n.targets.size() != 1) return SyntaxError("expected '='", p.Cur().pos);
+    n.kind = Node::Kind::kSetBlock;
+    if (p.IsOp("|")) {
+      p.Next();
+      auto base = ExprParser::Make(Expr::Kind::kBlockValue, p.Cur().pos);
+      GRIDFEED_ASSIGN_OR_RETURN(n.expr, p.FilterChain(std::move(base)));
+    }
     GRIDFEED_RETURN_IF_ERROR(p.ExpectEnd());
+    GRIDFEED_RETURN_IF_ERROR(Block(&n, "endset", pos));
+    out->push_back(std::move(n));
+    return Status::Ok();
+  }
+
+  // Parameters `(a, b=default, ...)` of a macro or a call block.
+  Status Params(ExprParser& p, Node* n) {
+    GRIDFEED_RETURN_IF_ERROR(p.Expect("("));
+    while (!p.IsOp(")")) {
+      if (!n->targets.empty()) GRIDFEED_RETURN_IF_ERROR(p.Expect(","));
+      GRIDFEED_ASSIGN_OR_RETURN(std::string name, p.ExpectName("a parameter name"));
+      n->targets.push_back(std::move(name));
+      ExprPtr dflt;
+      if (p.IsOp("=")) {
+        p.Next();
+        GRIDFEED_ASSIGN_OR_RETURN(dflt, p.Expression());
+      } else if (!n->defaults.empty() && n->defaults.back()) {
+        return SyntaxError("parameter without a default after one with a default", p.Cur().pos);
+      }
+      n->defaults.push_back(std::move(dflt));
+    }
+    p.Next();
+    return Status::Ok();
+  }
+
+  Status Macro(ExprParser& p, size_t pos, std::vector<Node>* out) {
+    Node n;
+    n.kind = Node::Kind::kMacro;
+    n.pos = pos;
+    GRIDFEED_ASSIGN_OR_RETURN(n.text, p.ExpectName("a macro name"));
+    GRIDFEED_RETURN_IF_ERROR(Params(p, &n));
+    GRIDFEED_RETURN_IF_ERROR(p.ExpectEnd());
+    const int saved = loop_depth_;
+    loop_depth_ = 0;
+    Status st = Block(&n, "endmacro", pos);
+    loop_depth_ = saved;
+    GRIDFEED_RETURN_IF_ERROR(st);
+    out->push_back(std::move(n));
+    return Status::Ok();
+  }
+
+  Status CallBlock(ExprParser& p, size_t pos, std::vector<Node>* out) {
+    Node n;
+    n.kind = Node::Kind::kCallBlock;
+    n.pos = pos;
+    if (p.IsOp("(")) GRIDFEED_RETURN_IF_ERROR(Params(p, &n));
+    GRIDFEED_ASSIGN_OR_RETURN(n.expr, p.Expression());
+    if (n.expr->kind != Expr::Kind::kCall) return SyntaxError("expected a call", n.expr->pos);
+    GRIDFEED_RETURN_IF_ERROR(p.ExpectEnd());
+    const int saved = loop_depth_;
+    loop_depth_ = 0;
+    Status st = Block(&n, "endcall", pos);
+    loop_depth_ = saved;
+    GRIDFEED_RETURN_IF_ERROR(st);
+    out->push_back(std::move(n));
+    return Status::Ok();
+  }
+
+  Status FilterBlock(ExprParser& p, size_t pos, std::vector<Node>* out) {
+    Node n;
+    n.kind = Node::Kind::kFilterBlock;
+    n.pos = pos;
+    auto base = ExprParser::Make(Expr::Kind::kBlockValue, pos);
+    GRIDFEED_ASSIGN_OR_RETURN(n.expr, p.FilterChain(std::move(base)));
+    GRIDFEED_RETURN_IF_ERROR(p.ExpectEnd());
+    GRIDFEED_RETURN_IF_ERROR(Block(&n, "endfilter", pos));
     out->push_back(std::move(n));
     return Status::Ok();
   }
 
   std::vector<Segment> segs_;
+  int max_depth_;
   size_t k_ = 0;
+  int depth_ = 0;
+  int loop_depth_ = 0;
   Segment* cur_block_ = nullptr;
-  size_t open_pos_ = 0;
 };
 
 }  // namespace
 
-Result<std::vector<Node>> ParseTemplate(std::vector<Segment> segs) {
-  return TemplateParser(std::move(segs)).Run();
+Result<std::vector<Node>> ParseTemplate(std::vector<Segment> segs, int max_depth) {
+  return TemplateParser(std::move(segs), max_depth).Run();
 }
 
 }  // namespace gridfeed::order::sft::chat_template_internal

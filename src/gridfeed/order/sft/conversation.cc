@@ -46,7 +46,7 @@ std::string DropThinkMarkers(const std::string& c) {
 
 class BuiltinFormatter final : public ChatFormatter {
  public:
-  BuiltinFormatter(PromptFormat format, const io::TextTokenizer& tokenizer, int64_t pad)
+  BuiltinFormatter(PromptFormat format, const text::TextTokenizer& tokenizer, int64_t pad)
       : format_(format), tokenizer_(tokenizer), pad_(pad) {}
 
   int64_t pad_id() const override { return pad_; }
@@ -56,6 +56,14 @@ class BuiltinFormatter final : public ChatFormatter {
     std::vector<std::string> pieces;
     pieces.reserve(conversation.size());
     std::string whole;
+    for (size_t k = 0; k < conversation.size(); ++k) {
+      if (!conversation[k].content_is_string) {
+        return InvalidArgument(where + ", message " + std::to_string(k) +
+                               ": \"content\" is absent or not a string; prompt format '" +
+                               std::string(PromptFormatName(format_)) +
+                               "' needs a string (only 'default' renders other contents)");
+      }
+    }
     for (const Message& m : conversation) {
       pieces.push_back(Render(m));
       whole += pieces.back();
@@ -139,13 +147,13 @@ class BuiltinFormatter final : public ChatFormatter {
   }
 
   PromptFormat format_;
-  const io::TextTokenizer& tokenizer_;
+  const text::TextTokenizer& tokenizer_;
   int64_t pad_;
 };
 
 class TemplateFormatter final : public ChatFormatter {
  public:
-  TemplateFormatter(const io::TextTokenizer& tokenizer, std::unique_ptr<ChatTemplate> tmpl,
+  TemplateFormatter(const text::TextTokenizer& tokenizer, std::unique_ptr<ChatTemplate> tmpl,
                     ChatTemplateContext context, int64_t pad)
       : tokenizer_(tokenizer),
         template_(std::move(tmpl)),
@@ -167,14 +175,14 @@ class TemplateFormatter final : public ChatFormatter {
   }
 
  private:
-  const io::TextTokenizer& tokenizer_;
+  const text::TextTokenizer& tokenizer_;
   std::unique_ptr<ChatTemplate> template_;
   ChatTemplateContext context_;
   int64_t pad_;
 };
 
 // The spelling of a special id, as transformers' special_tokens_map gives it to templates.
-std::string TokenName(const io::TextTokenizer& tokenizer, std::optional<int64_t> id) {
+std::string TokenName(const text::TextTokenizer& tokenizer, std::optional<int64_t> id) {
   if (!id) return "";
   for (const auto& t : tokenizer.special_tokens()) {
     if (t.id == *id) return t.name;
@@ -184,8 +192,8 @@ std::string TokenName(const io::TextTokenizer& tokenizer, std::optional<int64_t>
 
 }  // namespace
 
-Result<std::vector<Message>> ParseRow(std::string_view line, const std::string& where) {
-  using Json = nlohmann::json;
+Result<Conversation> ParseRow(std::string_view line, const std::string& where) {
+  using Json = nlohmann::ordered_json;
   Json row = Json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (row.is_discarded()) return InvalidArgument(where + ": not valid JSON");
   if (!row.is_object()) return InvalidArgument(where + ": not a JSON object");
@@ -193,27 +201,39 @@ Result<std::vector<Message>> ParseRow(std::string_view line, const std::string& 
   if (it == row.end() || !it->is_array()) {
     return InvalidArgument(where + ": no \"messages\" array");
   }
-  std::vector<Message> out;
+  Conversation out;
   out.reserve(it->size());
   for (size_t k = 0; k < it->size(); ++k) {
-    const Json& m = (*it)[k];
+    Json& m = (*it)[k];
     const std::string at = where + ", message " + std::to_string(k);
     if (!m.is_object()) return InvalidArgument(at + ": not an object");
     auto role = m.find("role");
-    auto content = m.find("content");
     if (role == m.end() || !role->is_string()) return InvalidArgument(at + ": no string \"role\"");
-    if (content == m.end() || !content->is_string()) {
-      return InvalidArgument(at + ": no string \"content\"");
-    }
-    out.push_back({role->get<std::string>(), content->get<std::string>()});
+    Message msg;
+    msg.role = role->get<std::string>();
+    auto content = m.find("content");
+    msg.content_is_string = content != m.end() && content->is_string();
+    if (msg.content_is_string) msg.content = content->get<std::string>();
+    msg.object = std::make_shared<const Json>(std::move(m));
+    out.push_back(std::move(msg));
+  }
+  for (const char* key : {"tools", "documents"}) {
+    auto t = row.find(key);
+    if (t == row.end()) continue;
+    auto value = std::make_shared<const Json>(std::move(*t));
+    (std::string_view(key) == "tools" ? out.tools : out.documents) = std::move(value);
   }
   return out;
 }
 
-std::vector<Conversation> SplitConversations(const std::vector<Message>& messages) {
+std::vector<Conversation> SplitConversations(const Conversation& row) {
   std::vector<Conversation> out;
-  for (const Message& m : messages) {
-    if (out.empty() || m.role == "system") out.emplace_back();
+  for (const Message& m : row) {
+    if (out.empty() || m.role == "system") {
+      out.emplace_back();
+      out.back().tools = row.tools;
+      out.back().documents = row.documents;
+    }
     out.back().push_back(m);
   }
   return out;
@@ -243,7 +263,7 @@ std::string_view PromptFormatName(PromptFormat format) {
 }
 
 Result<std::unique_ptr<ChatFormatter>> ChatFormatter::Make(PromptFormat format,
-                                                           const io::TextTokenizer& tokenizer) {
+                                                           const text::TextTokenizer& tokenizer) {
   if (format == PromptFormat::kDefault) {
     const auto& src = tokenizer.chat_template();
     if (!src) {

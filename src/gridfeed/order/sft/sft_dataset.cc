@@ -13,7 +13,7 @@ Result<std::unique_ptr<SftDataset>> SftDataset::Open(const config::JobOptions& o
   ds->seq_length_ = o.data.seq_length;
   ds->cp_ = o.data.sft_context_parallel_size > 0 ? o.data.sft_context_parallel_size
                                                  : o.grid.context_parallel_size;
-  auto tok = io::LoadTextTokenizer(o.data.tokenizer_model);
+  auto tok = text::LoadTextTokenizer(o.data.tokenizer_model);
   if (!tok.ok()) {
     return Status(tok.status().code(), "--tokenizer-model: " + tok.status().message());
   }
@@ -80,7 +80,7 @@ Result<PackedSample> SftDataset::Read(Split split, int64_t position, SftSource* 
   if (source) *source = at;
   const JsonlRows& file = rows(split, at.dataset);
   const std::string where = file.path() + " row " + std::to_string(at.row);
-  GRIDFEED_ASSIGN_OR_RETURN(const std::vector<Message> messages, ParseRow(file.Row(at.row), where));
+  GRIDFEED_ASSIGN_OR_RETURN(const Conversation messages, ParseRow(file.Row(at.row), where));
   Packer packer(seq_length_, pad_id(), cp_);
   for (const Conversation& c : SplitConversations(messages)) {
     TokenizedConversation t;  // tokenized as packed: none after the cut (Megatron's order)
