@@ -88,6 +88,22 @@ TEST(HfPrepGolden, EveryManifestRunMatchesMegatronBytes) {
   std::printf("hf-tokenizers prep: %d/12 exact\n", exact);
 }
 
+// Megatron reads the JSONL in Python's text mode: a lone '\r' ends a line too. gpt2 ids of "a"
+// and "b" (the library): 64, 65.
+TEST(HfPrepGolden, LoneCarriageReturnEndsALine) {
+  const std::string dir = testing::ScratchDir("hf_prep_cr_" + std::to_string(::getpid()));
+  ASSERT_TRUE(
+      io::WriteStringToFile(dir + "/in.jsonl", "{\"text\": \"a\"}\r{\"text\": \"b\"}\r\n").ok());
+  PrepOptions o;
+  o.input = dir + "/in.jsonl";
+  o.output_prefix = dir + "/p";
+  o.tokenizer_model = HfGoldenDir() + "/tokenizers/gpt2";
+  auto stats = RunPrep(o);
+  ASSERT_TRUE(stats.ok()) << stats.status().message();
+  EXPECT_EQ(stats.value().documents, 2);
+  EXPECT_EQ(BinTokens(Bytes(o.output_prefix + ".bin"), "uint16"), (std::vector<int64_t>{64, 65}));
+}
+
 TEST(HfDecodeGolden, MegatronIdsToTextAndReencode) {
   const std::string set = HfGoldenDir();
   for (const char* family : {"gpt2", "phi3", "olmo2-dolma2"}) {

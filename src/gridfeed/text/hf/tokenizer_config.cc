@@ -55,8 +55,10 @@ Result<AddedToken> TokenObject(const json& o, const JsonWhere& w) {
   return t;
 }
 
-// A special token value: "<s>" or {"content": "<s>", ...}; null is absent.
-Result<std::optional<SpecialTokenValue>> SpecialValue(const json& v, const JsonWhere& w) {
+// A special token value: "<s>" or {"content": "<s>", ...}; null is absent. special_tokens_map.json
+// makes an object special (AddedToken(**value, special=True)).
+Result<std::optional<SpecialTokenValue>> SpecialValue(const json& v, const JsonWhere& w,
+                                                      bool force_special) {
   if (v.is_null()) return std::optional<SpecialTokenValue>();
   SpecialTokenValue s;
   if (v.is_string()) {
@@ -65,18 +67,22 @@ Result<std::optional<SpecialTokenValue>> SpecialValue(const json& v, const JsonW
     s.token.special = true;
     s.token.normalized = false;
   } else if (v.is_object()) {
-    GRIDFEED_ASSIGN_OR_RETURN(s.token, TokenObject(v, w));
+    json o = v;
+    if (force_special) o["special"] = true;
+    GRIDFEED_ASSIGN_OR_RETURN(s.token, TokenObject(o, w));
   } else {
     return InvalidArgument(w.str() + ": a special token is a string or {\"content\": ...}");
   }
   return std::optional<SpecialTokenValue>(std::move(s));
 }
 
-Status ApplySpecials(const json& j, const JsonWhere& w, TokenizerConfig* c) {
+// `from_map`: special_tokens_map.json, whose additional tokens join the config's (each once)
+// instead of replacing them.
+Status ApplySpecials(const json& j, const JsonWhere& w, bool from_map, TokenizerConfig* c) {
   for (const char* key : kSpecialTokenKeys) {
     auto it = j.find(key);
     if (it == j.end()) continue;
-    GRIDFEED_ASSIGN_OR_RETURN(auto v, SpecialValue(*it, w.Field(key)));
+    GRIDFEED_ASSIGN_OR_RETURN(auto v, SpecialValue(*it, w.Field(key), from_map));
     if (v) {
       c->specials[key] = std::move(*v);
     } else {
@@ -86,10 +92,14 @@ Status ApplySpecials(const json& j, const JsonWhere& w, TokenizerConfig* c) {
   if (auto it = j.find("additional_special_tokens"); it != j.end() && !it->is_null()) {
     const JsonWhere aw = w.Field("additional_special_tokens");
     if (!it->is_array()) return InvalidArgument(aw.str() + ": not a list");
-    c->additional_special_tokens.clear();
+    if (!from_map) c->additional_special_tokens.clear();
     for (size_t i = 0; i < it->size(); ++i) {
-      GRIDFEED_ASSIGN_OR_RETURN(auto v, SpecialValue((*it)[i], aw.Index(i)));
-      if (v) c->additional_special_tokens.push_back(std::move(*v));
+      GRIDFEED_ASSIGN_OR_RETURN(auto v, SpecialValue((*it)[i], aw.Index(i), from_map));
+      if (!v) continue;
+      const bool known = std::any_of(
+          c->additional_special_tokens.begin(), c->additional_special_tokens.end(),
+          [&](const SpecialTokenValue& e) { return e.token.content == v->token.content; });
+      if (!from_map || !known) c->additional_special_tokens.push_back(std::move(*v));
     }
   }
   return Status::Ok();
@@ -117,7 +127,7 @@ Result<TokenizerConfig> ReadTokenizerConfig(const std::string& folder) {
         return InvalidArgument(w.Field("tokenizer_class").str() + ": not a string");
       c.tokenizer_class = it->get<std::string>();
     }
-    GRIDFEED_RETURN_IF_ERROR(ApplySpecials(j, w, &c));
+    GRIDFEED_RETURN_IF_ERROR(ApplySpecials(j, w, /*from_map=*/false, &c));
     GRIDFEED_ASSIGN_OR_RETURN(c.add_bos_token, OptFlag(j, "add_bos_token", w));
     GRIDFEED_ASSIGN_OR_RETURN(c.add_eos_token, OptFlag(j, "add_eos_token", w));
     GRIDFEED_ASSIGN_OR_RETURN(c.add_prefix_space, OptFlag(j, "add_prefix_space", w));
@@ -160,7 +170,9 @@ Result<TokenizerConfig> ReadTokenizerConfig(const std::string& folder) {
   }
   const std::string map_file = (fs::path(folder) / "special_tokens_map.json").string();
   GRIDFEED_ASSIGN_OR_RETURN(auto map, ReadJsonIfPresent(map_file));
-  if (map) GRIDFEED_RETURN_IF_ERROR(ApplySpecials(*map, JsonWhere{map_file, ""}, &c));
+  if (map) {
+    GRIDFEED_RETURN_IF_ERROR(ApplySpecials(*map, JsonWhere{map_file, ""}, /*from_map=*/true, &c));
+  }
   const std::string jinja = (fs::path(folder) / "chat_template.jinja").string();
   std::error_code ec;
   if (fs::exists(jinja, ec)) {

@@ -33,7 +33,8 @@ struct TokenizerConfig {
 };
 
 // Reads `folder`/tokenizer_config.json and `folder`/special_tokens_map.json (whose entries win,
-// as in transformers' from_pretrained), each if present, and `folder`/chat_template.jinja (which
+// its objects made special and its additional tokens joining the config's, as in transformers'
+// from_pretrained), each if present, and `folder`/chat_template.jinja (which
 // wins over the config's chat_template). An absent file is no error.
 Result<TokenizerConfig> ReadTokenizerConfig(const std::string& folder);
 
