@@ -152,7 +152,13 @@ Result<PrepStats> RunPrep(const PrepOptions& opt) {
         eof = true;
         break;
       }
-      lines.push_back(std::move(line));
+      // Python's text mode (Megatron's reader) also ends a line at a lone '\r'; the reader has
+      // already taken the "\r\n" and '\n' ends. (Inside a JSON string a raw '\r' is invalid.)
+      size_t from = 0;
+      for (size_t cr; (cr = line.find('\r', from)) != std::string::npos; from = cr + 1) {
+        lines.push_back(line.substr(from, cr - from));
+      }
+      lines.push_back(from == 0 ? std::move(line) : line.substr(from));
     }
     GRIDFEED_RETURN_IF_ERROR(reader.status());
     encoded.assign(lines.size(), Encoded{});
