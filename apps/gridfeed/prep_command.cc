@@ -3,6 +3,8 @@
 
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "gridfeed/io/file_util.h"
@@ -23,17 +25,36 @@ Runner RegisterPrep(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--tokenizer-model", opt->tokenizer_model,
                   "SentencePiece model file, gf_tokenizer.json, or a folder holding one");
+  auto* tspec = &opt->tokenizer;
+  sub->add_option("--tokenizer-type", tspec->type,
+                  "Megatron's tokenizer type: HuggingFaceTokenizer, GPT2BPETokenizer, "
+                  "TikTokenizer, SentencePieceTokenizer, GPTSentencePieceTokenizer, "
+                  "Llama2Tokenizer, NullTokenizer (default: detected from --tokenizer-model)");
+  sub->add_option("--vocab-file", tspec->vocab_file, "GPT2BPETokenizer: vocab.json");
+  sub->add_option("--merge-file", tspec->merge_file, "GPT2BPETokenizer: merges.txt");
+  sub->add_option("--tiktoken-pattern", tspec->tiktoken_pattern,
+                  "TikTokenizer: the split pattern, v1 or v2 (default v2)");
+  sub->add_option("--tiktoken-num-special-tokens", tspec->tiktoken_num_special_tokens,
+                  "TikTokenizer: ids below this are special tokens")
+      ->capture_default_str();
+  auto special = std::make_shared<std::vector<std::string>>();
+  CLI::Option* special_opt = sub->add_option(
+      "--tokenizer-special-tokens", *special,
+      "TikTokenizer's special tokens (default <unk> <s> </s> <mask> <pad> <cls> <sep>); "
+      "additional special tokens of HuggingFaceTokenizer / GPT2BPETokenizer");
   sub->add_flag("--pretokenized", opt->pretokenized,
                 "The key holds token ids: a list (one sequence) or a list of lists");
-  CLI::Option* vocab_opt =
-      sub->add_option("--vocab-size", *vocab, "Vocabulary size (needed with --pretokenized)");
+  CLI::Option* vocab_opt = sub->add_option(
+      "--vocab-size", *vocab,
+      "Vocabulary size (needed with --pretokenized and NullTokenizer; TikTokenizer's size)");
   sub->add_flag("--append-eod", opt->append_eod, "Append the EOD id to every document");
   CLI::Option* eod_opt =
       sub->add_option("--eod-id", *eod, "EOD id with --append-eod (default: the tokenizer's EOS)");
   sub->add_flag("--skip-bad-lines", opt->skip_bad_lines, "Count and skip malformed lines");
   sub->add_option("--workers", opt->workers, "Encoding threads (0 = all cores)")
       ->capture_default_str();
-  return [opt, vocab, eod, vocab_opt, eod_opt]() -> Status {
+  return [opt, vocab, eod, vocab_opt, eod_opt, special, special_opt]() -> Status {
+    if (special_opt->count() > 0) opt->tokenizer.tokenizer_special_tokens = *special;
     // Given means set, whatever the value (RunPrep checks it and the flags that go with it).
     if (vocab_opt->count() > 0) opt->vocab_size = *vocab;
     if (eod_opt->count() > 0) opt->eod_id = *eod;

@@ -12,6 +12,7 @@
 
 #include "gridfeed/core/status.h"
 #include "gridfeed/io/dtype.h"
+#include "gridfeed/text/tokenizer_spec.h"
 
 namespace gridfeed::text {
 
@@ -19,7 +20,10 @@ struct PrepOptions {
   std::string input;          // .jsonl, plain or gzip
   std::string output_prefix;  // writes PREFIX.bin and PREFIX.idx
   std::string json_key = "text";
-  std::string tokenizer_model;        // SentencePiece model or gf_tokenizer.json (or its folder)
+  std::string tokenizer_model;  // SentencePiece model or gf_tokenizer.json (or its folder)
+  // --tokenizer-type, --vocab-file, --merge-file, --tiktoken-*, --tokenizer-special-tokens; its
+  // `model` and `vocab_size` are ignored (tokenizer_model and vocab_size fill them).
+  TokenizerSpec tokenizer;
   bool pretokenized = false;          // the key holds token ids
   std::optional<int64_t> vocab_size;  // required with `pretokenized`; decides the dtype
   bool append_eod = false;            // append eod_id to the last sequence of a document
