@@ -45,11 +45,12 @@
 //
 // Bounds (ChatTemplateLimits; the defaults are documented constants, raise them through the
 // limits given to Parse and in the context given to Render): nesting of blocks and of
-// expressions when parsing (kDefaultMaxDepth), render recursion (4 x that: macros calling
-// macros), work (kDefaultMaxSteps: one step per node, expression, loop iteration and element
-// made by a repeat, range or join) and bytes (kDefaultMaxBytes: the output and any one string
-// or list a template builds, `'x' * n` and `[0] * n` checked before they are made). Passing a
-// bound is an error naming the limit and the template position.
+// expressions when parsing (kDefaultMaxDepth), render recursion (2 x that: macros calling
+// macros; under 2 MiB of stack at the default), work (kDefaultMaxSteps: one step per node,
+// expression, loop iteration and element made by a repeat, range or join) and bytes
+// (kDefaultMaxBytes: the output and any one string or list a template builds, `'x' * n` and `[0] *
+// n` checked before they are made). Passing a bound is an error naming the limit and the template
+// position.
 //
 // Thread safety: a parsed ChatTemplate is immutable; Render is const and reentrant.
 #pragma once

@@ -221,9 +221,9 @@ class Renderer final : public Evaluator {
     Renderer* r_;
   };
   Status CheckDepth(size_t pos) {
-    if (depth_ > 4 * env_.limits.max_depth) {
+    if (depth_ > 2 * env_.limits.max_depth) {
       return RuntimeError("rendering nested deeper than " +
-                              std::to_string(4 * env_.limits.max_depth) + " (macro recursion?)",
+                              std::to_string(2 * env_.limits.max_depth) + " (macro recursion?)",
                           pos);
     }
     return Status::Ok();
