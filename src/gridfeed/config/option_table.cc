@@ -45,7 +45,8 @@ const std::vector<OptionRow>& Table() {
       {"train-samples", G::kData, C::kAlways, "N or none", GF_FIELD(data.train_samples)},
       {"valid-samples", G::kData, C::kAlways, "N or none", GF_FIELD(data.valid_samples)},
       {"test-samples", G::kData, C::kAlways, "N or none", GF_FIELD(data.test_samples)},
-      {"vocab-size", G::kData, C::kAlways, "Vocabulary size (0 = unknown)",
+      {"vocab-size", G::kData, C::kAlways,
+       "Vocabulary size (0 = unknown); NullTokenizer's and TikTokenizer's size",
        GF_FIELD(data.vocab_size)},
       {"eod-id", G::kData, C::kAlways, "End-of-document token id", GF_FIELD(data.eod_id)},
       {"pad-id", G::kData, C::kAlways, "Pad token id (-1 = none)", GF_FIELD(data.pad_id)},
@@ -129,9 +130,30 @@ const std::vector<OptionRow>& Table() {
       {"sft", G::kData, C::kUnlessDefault,
        "Megatron's SFT: --data-path names JSON Lines conversations, packed into THD sequences",
        GF_FIELD(data.sft)},
+      // The tokenizer of SFT and FIM (Megatron's flags; text/tokenizer_spec.h): it decides
+      // their samples, so each enters the canonical text when set.
       {"tokenizer-model", G::kData, C::kUnlessDefault,
-       "SFT: a folder holding gf_tokenizer.json, or a SentencePiece model file",
+       "SFT/FIM: a Hugging Face folder (tokenizer.json), a gf_tokenizer.json or its folder, a "
+       "SentencePiece model, or TikTokenizer's vocabulary",
        GF_FIELD(data.tokenizer_model)},
+      {"tokenizer-type", G::kData, C::kUnlessDefault,
+       "SFT/FIM: Megatron's tokenizer type: HuggingFaceTokenizer, GPT2BPETokenizer, "
+       "TikTokenizer, SentencePieceTokenizer, GPTSentencePieceTokenizer, Llama2Tokenizer, "
+       "NullTokenizer (default: detected from --tokenizer-model)",
+       GF_FIELD(data.tokenizer_type)},
+      {"vocab-file", G::kData, C::kUnlessDefault, "GPT2BPETokenizer: vocab.json",
+       GF_FIELD(data.vocab_file)},
+      {"merge-file", G::kData, C::kUnlessDefault, "GPT2BPETokenizer: merges.txt",
+       GF_FIELD(data.merge_file)},
+      {"tiktoken-pattern", G::kData, C::kUnlessDefault,
+       "TikTokenizer: the split pattern, v1 or v2 (empty: v2)", GF_FIELD(data.tiktoken_pattern)},
+      {"tiktoken-num-special-tokens", G::kData, C::kUnlessDefault,
+       "TikTokenizer: ids below this are special tokens",
+       GF_FIELD(data.tiktoken_num_special_tokens)},
+      {"tokenizer-special-tokens", G::kData, C::kUnlessDefault,
+       "TikTokenizer's special tokens (default <unk> <s> </s> <mask> <pad> <cls> <sep>); the "
+       "additional special tokens of HuggingFaceTokenizer / GPT2BPETokenizer",
+       GF_FIELD(data.tokenizer_special_tokens)},
       {"sft-tokenizer-prompt-format",
        G::kData,
        C::kUnlessDefault,

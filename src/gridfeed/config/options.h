@@ -85,7 +85,16 @@ struct DataOptions {
   std::string mixture_schedule;
   // Megatron's SFT (order/sft/): JSON Lines conversations packed into THD sequences.
   bool sft = false;
-  std::string tokenizer_model;  // a folder holding gf_tokenizer.json, or a SentencePiece model
+  // The tokenizer SFT and FIM load (config/tokenizer_options.h; text/tokenizer_spec.h gives
+  // each flag's meaning): Megatron's --tokenizer-model and --tokenizer-type with the flags the
+  // type reads. --vocab-size (above) is NullTokenizer's and TikTokenizer's size.
+  std::string tokenizer_model;   // a Hugging Face folder, gf_tokenizer.json, SentencePiece, ...
+  std::string tokenizer_type;    // empty = detected from tokenizer_model
+  std::string vocab_file;        // GPT2BPETokenizer's vocab.json
+  std::string merge_file;        // GPT2BPETokenizer's merges.txt
+  std::string tiktoken_pattern;  // TikTokenizer: v1 | v2; empty = v2
+  int64_t tiktoken_num_special_tokens = 1000;
+  std::vector<std::string> tokenizer_special_tokens;  // empty = not given
   std::string sft_tokenizer_prompt_format = "nemotron-h-aligned";
   // The CP size SFTDataset pads conversations for (to multiples of 2 x CP): the run's
   // --context-parallel-size (DeriveOptions), kept with the data so an audit, which has no grid,

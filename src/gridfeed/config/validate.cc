@@ -8,6 +8,7 @@
 #include "gridfeed/config/mixture_schedule.h"
 #include "gridfeed/config/olmo_yaml.h"
 #include "gridfeed/config/options.h"
+#include "gridfeed/config/tokenizer_options.h"
 #include "gridfeed/core/parse.h"
 
 namespace gridfeed::config {
@@ -148,6 +149,21 @@ Status ValidateDataArgFiles(const JobOptions& o) {
   return Status::Ok();
 }
 
+// The tokenizer flags of SFT and FIM (text::CheckTokenizerSpec: a known type, the flags it
+// needs, none it does not read); `who` needs a tokenizer because `why`.
+Status CheckTokenizerFlags(const DataOptions& d, const std::string& who, const char* why) {
+  if (!HasTokenizer(d)) {
+    return InvalidArgument(who + " needs a tokenizer (" + why +
+                           "): --tokenizer-model (a Hugging Face folder with tokenizer.json, a "
+                           "gf_tokenizer.json or its folder, or a SentencePiece model), or "
+                           "--tokenizer-type with the flags it reads (GPT2BPETokenizer: "
+                           "--vocab-file and --merge-file; NullTokenizer: --vocab-size)");
+  }
+  Status s = text::CheckTokenizerSpec(TokenizerSpecOf(d));
+  if (!s.ok()) return Status(s.code(), who + ": " + s.message());
+  return Status::Ok();
+}
+
 // Megatron's SFT: what SFTDataset asserts, and the flags it needs.
 Status ValidateSft(const JobOptions& o) {
   const auto& d = o.data;
@@ -155,11 +171,7 @@ Status ValidateSft(const JobOptions& o) {
     return InvalidArgument("--sft reads JSON Lines named by --data-path: drop " +
                            std::string(d.is_olmo() ? "--olmo-paths" : "--mixture-schedule"));
   }
-  if (d.tokenizer_model.empty()) {
-    return InvalidArgument(
-        "--sft needs --tokenizer-model (a folder holding gf_tokenizer.json, "
-        "or a SentencePiece model)");
-  }
+  GRIDFEED_RETURN_IF_ERROR(CheckTokenizerFlags(d, "--sft", "SFT renders and encodes text"));
   const int64_t cp = o.grid.context_parallel_size, packs_for = d.sft_context_parallel_size;
   if (packs_for < 0 || packs_for > (int64_t{1} << 24) ||
       (packs_for > 0 && cp > 1 && packs_for != cp)) {
@@ -205,11 +217,7 @@ Status ValidateFim(const JobOptions& o) {
         "--fim-data with --dataloader-type cyclic: FIM's worker streams across epochs are not "
         "built yet; use --dataloader-type single");
   }
-  if (d.tokenizer_model.empty()) {
-    return InvalidArgument(
-        "--fim-data needs --tokenizer-model (a folder holding gf_tokenizer.json): FIM decodes "
-        "and re-encodes text");
-  }
+  GRIDFEED_RETURN_IF_ERROR(CheckTokenizerFlags(d, "--fim-data", "FIM decodes and re-encodes text"));
   const std::pair<const char*, double> rates[] = {{"--fim-rate", d.fim_rate},
                                                   {"--fim-spm-rate", d.fim_spm_rate}};
   for (const auto& [flag, v] : rates) {

@@ -1,8 +1,6 @@
 #include "gridfeed/order/fim/fim_dataset.h"
 
-#include <xxhash.h>
-
-#include "gridfeed/io/file_util.h"
+#include "gridfeed/config/tokenizer_options.h"
 #include "gridfeed/order/megatron/megatron_pipeline.h"
 #include "gridfeed/order/sample_fields.h"
 
@@ -24,14 +22,11 @@ Result<FimSetup> OpenFimSetup(const config::JobOptions& o) {
   GRIDFEED_RETURN_IF_ERROR(config::Validate(o));
   const config::DataOptions& d = o.data;
   FimSetup setup;
-  text::TextTokenizerOptions topt;
-  topt.special_tokens = d.special_tokens;
-  GRIDFEED_ASSIGN_OR_RETURN(auto loaded, text::LoadTextTokenizer(d.tokenizer_model, topt));
-  setup.tokenizer = std::move(loaded);
+  GRIDFEED_ASSIGN_OR_RETURN(config::DataTokenizer loaded, config::LoadDataTokenizer(d));
+  setup.tokenizer = std::move(loaded.tokenizer);
   const text::TextTokenizer& tok = *setup.tokenizer;
-  GRIDFEED_ASSIGN_OR_RETURN(const std::string tok_bytes, io::ReadFileToString(tok.path()));
-  setup.tokenizer_xxh3 = XXH3_64bits(tok_bytes.data(), tok_bytes.size());
-  setup.tokenizer_bytes = static_cast<int64_t>(tok_bytes.size());
+  setup.tokenizer_xxh3 = loaded.xxh3;
+  setup.tokenizer_bytes = loaded.bytes;
   FimConfig& f = setup.fim;
   f.rate = d.fim_rate;
   f.spm_rate = d.fim_spm_rate;
@@ -47,7 +42,7 @@ Result<FimSetup> OpenFimSetup(const config::JobOptions& o) {
                               TokenIdOf(tok, "--fim-split-sample", d.fim_split_sample));
   }
   if (!tok.eos_id()) {
-    return InvalidArgument("--tokenizer-model " + d.tokenizer_model +
+    return InvalidArgument("the tokenizer " + tok.path() +
                            " has no eos token (GPT masks need the tokenizer's eod)");
   }
   // The GPT side: the tokenizer's eod and pad, Megatron's collision rule (a pad equal to one

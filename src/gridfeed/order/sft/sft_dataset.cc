@@ -1,10 +1,8 @@
 #include "gridfeed/order/sft/sft_dataset.h"
 
-#include <xxhash.h>
-
 #include <algorithm>
 
-#include "gridfeed/io/file_util.h"
+#include "gridfeed/config/tokenizer_options.h"
 
 namespace gridfeed::order::sft {
 
@@ -13,22 +11,17 @@ Result<std::unique_ptr<SftDataset>> SftDataset::Open(const config::JobOptions& o
   ds->seq_length_ = o.data.seq_length;
   ds->cp_ = o.data.sft_context_parallel_size > 0 ? o.data.sft_context_parallel_size
                                                  : o.grid.context_parallel_size;
-  auto tok = text::LoadTextTokenizer(o.data.tokenizer_model);
-  if (!tok.ok()) {
-    return Status(tok.status().code(), "--tokenizer-model: " + tok.status().message());
-  }
-  ds->tokenizer_ = std::move(*tok);
-  GRIDFEED_ASSIGN_OR_RETURN(const std::string tok_bytes,
-                            io::ReadFileToString(ds->tokenizer_->path()));
-  ds->tokenizer_digest_ = XXH3_64bits(tok_bytes.data(), tok_bytes.size());
+  GRIDFEED_ASSIGN_OR_RETURN(config::DataTokenizer tok, config::LoadDataTokenizer(o.data));
+  ds->tokenizer_ = std::move(tok.tokenizer);
+  ds->tokenizer_digest_ = tok.xxh3;
   GRIDFEED_ASSIGN_OR_RETURN(const PromptFormat format,
                             ParsePromptFormat(o.data.sft_tokenizer_prompt_format));
   auto formatter = ChatFormatter::Make(format, *ds->tokenizer_);
   if (!formatter.ok()) {
-    return Status(formatter.status().code(),
-                  "--sft-tokenizer-prompt-format " + o.data.sft_tokenizer_prompt_format +
-                      " with --tokenizer-model " + o.data.tokenizer_model + ": " +
-                      formatter.status().message());
+    return Status(formatter.status().code(), "--sft-tokenizer-prompt-format " +
+                                                 o.data.sft_tokenizer_prompt_format +
+                                                 " with the tokenizer " + ds->tokenizer_->path() +
+                                                 ": " + formatter.status().message());
   }
   ds->formatter_ = std::move(*formatter);
   GRIDFEED_ASSIGN_OR_RETURN(ds->paths_, SftFiles(o.data));

@@ -16,7 +16,7 @@
 
 #include "gridfeed/config/options.h"
 #include "gridfeed/core/status.h"
-#include "gridfeed/io/text_tokenizer.h"
+#include "gridfeed/text/text_tokenizer.h"
 #include "gridfeed/order/sft/conversation.h"
 #include "gridfeed/order/sft/jsonl_rows.h"
 #include "gridfeed/order/sft/pack.h"
@@ -41,7 +41,7 @@ class SftDataset {
   bool is_blend(Split split) const;
   int64_t pad_id() const { return formatter_->pad_id(); }
   int64_t seq_length() const { return seq_length_; }
-  const io::TextTokenizer& tokenizer() const { return *tokenizer_; }
+  const text::TextTokenizer& tokenizer() const { return *tokenizer_; }
   // Every JSON Lines file, each once, and its rows. REQUIRES: `path` is one of paths().
   const std::vector<std::string>& paths() const { return paths_; }
   const JsonlRows& file(const std::string& path) const;
@@ -60,7 +60,7 @@ class SftDataset {
   int64_t seq_length_ = 0;
   int64_t cp_ = 1;
   uint64_t tokenizer_digest_ = 0;
-  std::unique_ptr<io::TextTokenizer> tokenizer_;
+  std::unique_ptr<text::TextTokenizer> tokenizer_;
   std::unique_ptr<ChatFormatter> formatter_;
   std::vector<std::string> paths_;
   std::vector<JsonlRows> files_;  // paths_[k]'s rows

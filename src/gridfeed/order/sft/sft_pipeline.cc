@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "gridfeed/config/tokenizer_options.h"
 #include "gridfeed/core/log.h"
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/io/file_util.h"
@@ -61,7 +62,7 @@ class SftView final : public OrderView {
   const std::vector<std::string>& token_stores() const override { return stores_; }
   std::vector<std::string> TokenFiles() const override {
     std::vector<std::string> f = stores_;
-    f.push_back(options_.data.tokenizer_model);
+    for (auto& t : config::TokenizerFiles(options_.data)) f.push_back(std::move(t));
     return f;
   }
 
@@ -80,7 +81,7 @@ class SftView final : public OrderView {
       }
     }
     if (mine.at("sft_tokenizer_xxh3") != facts_.at("facts").at("sft_tokenizer_xxh3")) {
-      return DataLoss("--tokenizer-model " + options_.data.tokenizer_model +
+      return DataLoss("the tokenizer " + ds->tokenizer().path() +
                       " differs from the one world rank 0 read");
     }
     ds_ = std::move(ds);
