@@ -51,6 +51,50 @@ std::string Error(const std::string& dir, const TextTokenizerOptions& o = {}) {
   return t.ok() ? "" : t.status().message();
 }
 
+// Megatron's HuggingFaceTokenizer completes eos from sep and bos from cls (and the other way
+// round): a BERT-style tokenizer without eos_token takes [SEP] as its EOS, hence as EOD.
+TEST(HfTokenizer, WithoutEosTokenSepIsTheEos) {
+  const json tj = {{"version", "1.0"},
+                   {"added_tokens", json::array({{{"id", 0},
+                                                  {"content", "[UNK]"},
+                                                  {"single_word", false},
+                                                  {"lstrip", false},
+                                                  {"rstrip", false},
+                                                  {"normalized", false},
+                                                  {"special", true}},
+                                                 {{"id", 1},
+                                                  {"content", "[CLS]"},
+                                                  {"single_word", false},
+                                                  {"lstrip", false},
+                                                  {"rstrip", false},
+                                                  {"normalized", false},
+                                                  {"special", true}},
+                                                 {{"id", 2},
+                                                  {"content", "[SEP]"},
+                                                  {"single_word", false},
+                                                  {"lstrip", false},
+                                                  {"rstrip", false},
+                                                  {"normalized", false},
+                                                  {"special", true}}})},
+                   {"normalizer", nullptr},
+                   {"pre_tokenizer", {{"type", "WhitespaceSplit"}}},
+                   {"post_processor", nullptr},
+                   {"decoder", nullptr},
+                   {"model",
+                    {{"type", "WordLevel"},
+                     {"vocab", {{"[UNK]", 0}, {"[CLS]", 1}, {"[SEP]", 2}, {"hello", 3}}},
+                     {"unk_token", "[UNK]"}}}};
+  const json cfg = {{"tokenizer_class", "BertTokenizer"},
+                    {"unk_token", "[UNK]"},
+                    {"sep_token", "[SEP]"},
+                    {"cls_token", "[CLS]"}};
+  auto t = LoadTextTokenizer(Folder("bert_like", tj, cfg));
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t.value()->eos_id(), std::optional<int64_t>(2));
+  EXPECT_EQ(t.value()->bos_id(), std::optional<int64_t>(1));
+  EXPECT_EQ(Ids(*t.value(), "hello [SEP] x"), (std::vector<int64_t>{3, 2, 0}));
+}
+
 TEST(HfTokenizer, LlamaClassRebuildsThePostProcessorFromAddBosToken) {
   const json tj = ReadJson(Family("phi3") + "/tokenizer.json");
   json cfg = ReadJson(Family("phi3") + "/tokenizer_config.json");

@@ -329,6 +329,15 @@ Status HuggingFaceTokenizer::Load(const std::string& folder, const std::string& 
     cfg.specials["sep_token"] = {plain_special(*special("eos_token")), true};
     megatron_add.push_back(plain_special(*special("eos_token")));
   }
+  // And the other way round (BERT has no eos_token: [SEP] becomes its EOS, hence its EOD).
+  if (!special("eos_token") && special("sep_token")) {
+    cfg.specials["eos_token"] = {plain_special(*special("sep_token")), true};
+    megatron_add.push_back(plain_special(*special("sep_token")));
+  }
+  if (!special("bos_token") && special("cls_token")) {
+    cfg.specials["bos_token"] = {plain_special(*special("cls_token")), true};
+    megatron_add.push_back(plain_special(*special("cls_token")));
+  }
   if (!special("cls_token") && special("bos_token")) {
     cfg.specials["cls_token"] = {plain_special(*special("bos_token")), true};
     if (std::find(megatron_add.begin(), megatron_add.end(), plain_special(*special("bos_token"))) ==
