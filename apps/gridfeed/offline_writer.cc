@@ -72,9 +72,10 @@ Result<std::unique_ptr<OfflineWriter>> OfflineWriter::Create(const std::string& 
   fs::path target = fs::path(out).lexically_normal();
   if (!target.has_filename()) target = target.parent_path();
   const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  fs::create_directories(parent, ec);  // as the folders inside it are made
   if (!fs::is_directory(parent, ec)) {
-    return NotFound("--out '" + out + "': its parent folder '" + parent.string() +
-                    "' does not exist");
+    return IoError("--out '" + out + "': cannot make its parent folder '" + parent.string() + "'" +
+                   (ec ? ": " + ec.message() : std::string()));
   }
   const std::string staging = (parent / ("." + target.filename().string() + ".gridfeed-staging." +
                                          std::to_string(::getpid())))

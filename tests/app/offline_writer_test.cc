@@ -89,6 +89,15 @@ TEST(OfflineWriter, EarlyAndLateArraysArePublishedTogether) {
   EXPECT_EQ(x1.substr(x1.size() - 8), std::string("\4\0\0\0\5\0\0\0", 8));
 }
 
+TEST(OfflineWriter, MakesTheOutputsParentFolders) {
+  const std::string out = testing::ScratchDir("offline_writer_parents") + "/a/b/out";
+  auto w = Writer(out);
+  order::OfflineOutput rest;
+  rest.texts.push_back({"summary.json", "{}\n"});
+  ASSERT_TRUE(w->Finish(rest).ok());
+  EXPECT_EQ(Tree(out), (std::set<std::string>{"summary.json"}));
+}
+
 TEST(OfflineWriter, UnfinishedWriterLeavesNothing) {
   const std::string base = testing::ScratchDir("offline_writer_unfinished");
   const std::string out = base + "/out";
