@@ -286,11 +286,13 @@ Result<std::unique_ptr<ChatFormatter>> ChatFormatter::Make(PromptFormat format,
         std::make_unique<TemplateFormatter>(tokenizer, std::move(tmpl).value(), ctx, *pad));
   }
   const char* pad_name = format == PromptFormat::kNemotronHAligned ? "<SPECIAL_233>" : "<unk>";
-  const std::optional<int64_t> pad = tokenizer.TokenId(pad_name);
+  // Megatron's convert_tokens_to_ids: a string the tokenizer lacks is the unk token's id.
+  std::optional<int64_t> pad = tokenizer.TokenId(pad_name);
+  if (!pad) pad = tokenizer.unk_id();
   if (!pad) {
     return InvalidArgument(tokenizer.path() + ": prompt format '" +
                            std::string(PromptFormatName(format)) + "' pads with " + pad_name +
-                           ", which the tokenizer lacks");
+                           ", which the tokenizer lacks, and it has no unk token either");
   }
   return std::unique_ptr<ChatFormatter>(
       std::make_unique<BuiltinFormatter>(format, tokenizer, *pad));

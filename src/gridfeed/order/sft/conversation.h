@@ -77,7 +77,8 @@ class ChatFormatter {
                                                      const text::TextTokenizer& tokenizer);
   virtual ~ChatFormatter() = default;
 
-  // The pad id SFTDataset pads with: <SPECIAL_233> (h-aligned), <unk> (nano-v2, identity), the
+  // The pad id SFTDataset pads with: <SPECIAL_233> (h-aligned), <unk> (nano-v2, identity), or
+  // the unk token's id where the tokenizer lacks that string (convert_tokens_to_ids); the
   // tokenizer's pad token or else its eos (default).
   virtual int64_t pad_id() const = 0;
   // Megatron's tokenize_conversation: tokens = encode(render(conversation)), targets = tokens
