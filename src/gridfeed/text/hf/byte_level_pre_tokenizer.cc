@@ -4,6 +4,7 @@
 
 #include "gridfeed/text/hf/byte_level_alphabet.h"
 #include "gridfeed/text/hf/component_json.h"
+#include "gridfeed/text/hf/known_patterns.h"
 #include "gridfeed/text/hf/pre_tokenizers.h"
 #include "gridfeed/text/hf/regex.h"
 #include "gridfeed/text/hf/split_spans.h"
@@ -14,11 +15,6 @@ namespace {
 // GPT-2's pattern, as the library compiles it.
 constexpr std::string_view kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
-
-const Regex& Gpt2Regex() {
-  static const Regex re = std::move(Regex::Compile(kGpt2Pattern)).value();
-  return re;
-}
 
 class ByteLevelPreTokenizer final : public PreTokenizer {
  public:
@@ -35,7 +31,8 @@ class ByteLevelPreTokenizer final : public PreTokenizer {
         if (!p.text.empty()) split.push_back(std::move(p));
         continue;
       }
-      GRIDFEED_RETURN_IF_ERROR(Gpt2Regex().FindMatches(p.text, &spans));
+      // The hand-written matcher gives Oniguruma's spans (tests/text/hf_known_patterns_test.cc).
+      KnownFindMatches(KnownPattern::kGpt2, p.text, &spans);
       SplitBySpans(p, spans, SplitBehavior::kIsolated, &split);
     }
     pieces->clear();
@@ -61,7 +58,9 @@ Result<std::unique_ptr<PreTokenizer>> MakeByteLevelPreTokenizer(const nlohmann::
   GRIDFEED_ASSIGN_OR_RETURN(bool trim_offsets, RequiredBool(j, "trim_offsets", where));
   (void)trim_offsets;
   GRIDFEED_ASSIGN_OR_RETURN(bool use_regex, OptionalBool(j, "use_regex", true, where));
-  if (use_regex) GRIDFEED_RETURN_IF_ERROR(Regex::Compile(kGpt2Pattern).status());
+  if (use_regex && IdentifyKnownPattern(kGpt2Pattern) != KnownPattern::kGpt2) {
+    return Internal("ByteLevel: GPT-2's pattern is not the known one");
+  }
   return std::unique_ptr<PreTokenizer>(
       std::make_unique<ByteLevelPreTokenizer>(add_prefix_space, use_regex));
 }
