@@ -1,10 +1,14 @@
 #include "gridfeed/io/mmap_file.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <span>
 #include <string>
 #include <vector>
@@ -76,6 +80,59 @@ TEST(MappedFileReader, ReadsTheBytesAtEveryAlignmentOfTheDestination) {
       EXPECT_FALSE(reader.ReadAt(offset + 1, std::span(dst, n)));  // one byte past the end
     }
   }
+}
+
+// Reads every 4 KiB page of `bytes` (volatile: the reads happen).
+uint64_t TouchPages(std::span<const std::byte> bytes) {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < bytes.size(); i += 4096) {
+    sum += static_cast<uint64_t>(*static_cast<const volatile std::byte*>(&bytes[i]));
+  }
+  return sum;
+}
+
+// A store truncated while mapped (issue 51 item 8): the read past its new end faults, and the
+// process ends with a message naming the file, the offset and that it changed under the job,
+// instead of dying of SIGBUS silently. The temporaries of outputs being written are removed.
+TEST(MMapFileDeathTest, ATruncatedStoreEndsTheProcessWithAMessageNamingTheFile) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string dir = gridfeed::testing::ScratchDir("mmap_truncated");
+  const std::string path = dir + "/store.bin";
+  ASSERT_TRUE(WriteStringToFile(path, std::string(5 * 4096, 'x')).ok());
+  EXPECT_EXIT(
+      {
+        auto file = MMapFile::Open(path);
+        if (!file.ok()) std::_Exit(3);
+        auto out = TempFile::Create(dir + "/output");
+        if (!out.ok()) std::_Exit(4);
+        TouchPages(file->bytes());
+        if (::truncate(path.c_str(), 8192) != 0) std::_Exit(5);
+        TouchPages(file->bytes());
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(1),
+      "gridfeed: error \\(rank 0\\): '" + path +
+          "' changed under the job \\(truncated while mapped: a read at offset 8192 faulted; "
+          "it is now 8192 bytes, 20480 when mapped\\)");
+  // Only the store is left: the output's temporary went with the process.
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++files;
+  EXPECT_EQ(files, 1u);
+}
+
+// A SIGBUS outside every store's mapping (here sent by kill) keeps its previous course.
+TEST(MMapFileDeathTest, AnotherSigbusKeepsItsPreviousCourse) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string path = gridfeed::testing::ScratchDir("mmap_other_sigbus") + "/store.bin";
+  ASSERT_TRUE(WriteStringToFile(path, std::string(4096, 'x')).ok());
+  EXPECT_EXIT(
+      {
+        auto file = MMapFile::Open(path);  // the handler is installed with the first mapping
+        if (!file.ok()) std::_Exit(3);
+        ::kill(::getpid(), SIGBUS);
+        std::_Exit(0);
+      },
+      ::testing::KilledBySignal(SIGBUS), "");
 }
 
 }  // namespace

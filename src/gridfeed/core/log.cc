@@ -63,6 +63,8 @@ void SetRank(int rank, int size) {
   g_size = size;
 }
 
+int CurrentRank() { return g_rank.load(std::memory_order_relaxed); }
+
 bool Enabled(Level level) {
   static const Level threshold = LevelFromEnv();
   if (level > threshold) return false;

@@ -12,6 +12,8 @@ enum class Level { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 // Set by parallel::Grid::Create (so every user of the feeder gets rank tags); defaults to
 // rank 0 of 1.
 void SetRank(int rank, int size);
+// The rank SetRank (or, before it, the launcher's environment) gave. Async-signal-safe.
+int CurrentRank();
 bool Enabled(Level level);
 void Write(Level level, std::string_view message);
 

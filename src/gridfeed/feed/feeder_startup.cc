@@ -15,6 +15,7 @@
 #include "gridfeed/device/probe.h"
 #include "gridfeed/feed/feeder_impl.h"
 #include "gridfeed/io/file_util.h"
+#include "gridfeed/io/mapped_fault.h"
 #include "gridfeed/parallel/agree.h"
 
 namespace gridfeed::feed {
@@ -74,6 +75,13 @@ Status Feeder::Impl::CreateGrid(MPI_Comm comm) {
   GRIDFEED_ASSIGN_OR_RETURN(pipeline, order::Pipeline::For(options));
   sizes.middle_stages_read = pipeline->schema().middle_stages();
   GRIDFEED_ASSIGN_OR_RETURN(grid, parallel::Grid::Create(comm, sizes));
+  // A store truncated under the job faults on the ranks that read it; after its message, the
+  // rank ends the whole job (a launcher may not end it for a rank that only exits).
+  io::SetMappedFaultEnd([] {
+    int finalized = 1;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Abort(MPI_COMM_WORLD, 1);
+  });
   return Status::Ok();
 }
 

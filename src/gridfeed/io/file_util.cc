@@ -127,12 +127,16 @@ void UnregisterTemp(TempSlot* slot) {
 constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP};
 struct sigaction g_previous[std::size(kCleanupSignals)];
 
-extern "C" void RemoveTempsAndReraise(int sig) {
+void UnlinkLiveTemporaries() {
   for (SlotChunk* c = &g_first_chunk; c != nullptr; c = c->next.load(std::memory_order_acquire)) {
     for (TempSlot& s : c->slots) {
       if (s.state.load(std::memory_order_acquire) == 2) ::unlink(s.path);
     }
   }
+}
+
+extern "C" void RemoveTempsAndReraise(int sig) {
+  UnlinkLiveTemporaries();
   for (size_t i = 0; i < std::size(kCleanupSignals); ++i) {
     if (kCleanupSignals[i] == sig) ::sigaction(sig, &g_previous[i], nullptr);
   }
@@ -307,6 +311,8 @@ Status RemoveTempFilesOnSignal() {
   installed = true;
   return Status::Ok();
 }
+
+void RemoveLiveTemporaries() { UnlinkLiveTemporaries(); }
 
 Result<int> OpenRegularFile(const std::string& path, const std::string& what) {
   // O_NONBLOCK: opening a FIFO without a writer would otherwise wait forever.

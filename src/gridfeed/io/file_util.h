@@ -95,6 +95,9 @@ class AtomicFile {
 // unlink), then lets the signal take its previous course (default: the process dies of it).
 // Programs that write outputs call it once at start; idempotent. IoError if sigaction fails.
 Status RemoveTempFilesOnSignal();
+// Removes every temporary a live TempFile holds now, for a signal handler that ends the process
+// (mapped_fault.h). Async-signal-safe.
+void RemoveLiveTemporaries();
 
 // Reads a whole (small) regular file. NotFound if missing; IoError for a FIFO, device or
 // directory (never blocks opening one).

@@ -14,6 +14,7 @@
 
 #include "gridfeed/core/page_array.h"
 #include "gridfeed/io/file_util.h"
+#include "gridfeed/io/mapped_fault.h"
 
 namespace gridfeed::io {
 namespace {
@@ -70,6 +71,8 @@ Result<MMapFile> MMapFile::Open(const std::string& path) {
       return ErrnoStatus("cannot mmap", path, err);
     }
     file.data_ = static_cast<const std::byte*>(p);
+    // A read that faults (the file truncated under the job) ends it naming the file.
+    file.slot_ = RegisterMapping(p, file.size_, path, st.st_dev, st.st_ino);
   }
   ::close(fd);  // The mapping keeps the file alive.
   return file;
@@ -78,6 +81,7 @@ Result<MMapFile> MMapFile::Open(const std::string& path) {
 MMapFile::MMapFile(MMapFile&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
+      slot_(std::exchange(other.slot_, nullptr)),
       path_(std::move(other.path_)),
       identity_(std::move(other.identity_)) {}
 
@@ -86,6 +90,7 @@ MMapFile& MMapFile::operator=(MMapFile&& other) noexcept {
     Reset();
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    slot_ = std::exchange(other.slot_, nullptr);
     path_ = std::move(other.path_);
     identity_ = std::move(other.identity_);
   }
@@ -105,6 +110,7 @@ void MMapFile::DropPages(std::span<const std::byte> part) const {
 }
 
 void MMapFile::Reset() {
+  UnregisterMapping(std::exchange(slot_, nullptr));
   if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
   data_ = nullptr;
   size_ = 0;

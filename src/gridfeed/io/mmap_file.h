@@ -1,5 +1,7 @@
 // A read-only memory map of a whole file. Move-only; the mapping lives until destruction,
-// and every span handed out by users of the mapping is valid exactly that long.
+// and every span handed out by users of the mapping is valid exactly that long. A read that
+// faults because the file was truncated under the mapping ends the process with a message
+// naming the file (mapped_fault.h), never a silent SIGBUS.
 // Thread safety: const methods may be called from any thread.
 #pragma once
 
@@ -11,6 +13,8 @@
 #include "gridfeed/core/status.h"
 
 namespace gridfeed::io {
+
+struct MappedSlot;
 
 class MMapFile {
  public:
@@ -40,6 +44,7 @@ class MMapFile {
 
   const std::byte* data_ = nullptr;
   size_t size_ = 0;
+  MappedSlot* slot_ = nullptr;  // mapped_fault.h's registration
   std::string path_;
   std::string identity_;
 };
