@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Faults a cluster and a careless user produce, under mpirun (each case failed before its fix):
 #  1. a reader whose token files differ from rank 0's (same size with other tokens, a smaller
-#     copy): refused on every rank, naming rank and store, instead of "checks ok" or a segfault;
+#     copy, a valid index of the same size and times with two lengths swapped): refused on every
+#     rank, naming rank and store or file, instead of "checks ok" or a segfault; readers holding
+#     rank 0's very files (issue 49: stat'ed, not read) or their node leader's take their facts,
+#     copies are checked and digested (rank 0's log counts each proof);
 #  2. options that drive collectives set differently on one rank (--train-iters,
 #     --save-interval, --ledger, --dump): the same clear error everywhere, no hang;
 #  3. a restart from an older checkpoint at a smaller DP trims the ledger files of DP ranks that
@@ -48,21 +51,76 @@ PY
 # c: a smaller, valid corpus under the same name.
 cp "$GOLDEN/corpora/corpus_tiny.idx" "$WORK/c/corpora/x.idx"
 cp "$GOLDEN/corpora/corpus_tiny.bin" "$WORK/c/corpora/x.bin"
+# e: a valid index of the same size, two different adjacent lengths swapped (pointers made
+#    anew), with the same .bin and both files' times set to a's: only a digest tells.
+mkdir -p "$WORK/e/corpora" "$WORK/a2/corpora"
+cp "$WORK/a/corpora/x.bin" "$WORK/e/corpora/x.bin"
+/usr/bin/python3 - "$WORK/a/corpora/x.idx" "$WORK/e/corpora/x.idx" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+assert b[:9] == b"MMIDIDX\x00\x00"
+dtype, n = b[17], struct.unpack_from("<Q", b, 18)[0]
+item = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 8, 7: 4, 8: 2}[dtype]
+lengths = list(struct.unpack_from(f"<{n}i", b, 34))
+i = next(k for k in range(n - 1) if lengths[k] != lengths[k + 1])
+lengths[i], lengths[i + 1] = lengths[i + 1], lengths[i]
+pointers, at = [], 0
+for length in lengths:
+    pointers.append(at)
+    at += length * item
+struct.pack_into(f"<{n}i", b, 34, *lengths)
+struct.pack_into(f"<{n}q", b, 34 + 4 * n, *pointers)
+open(sys.argv[2], "wb").write(b)
+PY
+touch -r "$WORK/a/corpora/x.idx" "$WORK/e/corpora/x.idx"
+touch -r "$WORK/a/corpora/x.bin" "$WORK/e/corpora/x.bin"
+# a2: an identical copy, times kept (what a node-local copy is).
+cp -p "$WORK/a/corpora/x.idx" "$WORK/a/corpora/x.bin" "$WORK/a2/corpora/"
 
 # 1. Differing token files on one reader.
-for other in b c; do
+for other in b c e; do
   set +e
   "${MPI[@]}" -n 1 -wdir "$WORK/a" "$GRIDFEED" run "${F[@]}" : \
     -n 1 -wdir "$WORK/$other" "$GRIDFEED" run "${F[@]}" > "$WORK/files_$other.log" 2>&1
   rc=$?
   set -e
-  expect_error "$WORK/files_$other.log" $rc 2 "rank 1: token store 'corpora/x'"
+  case $other in
+  c) expect_error "$WORK/files_$other.log" $rc 2 \
+       "rank 1: token file 'corpora/x.idx' differs from rank 0's: " "bytes here";;
+  *) expect_error "$WORK/files_$other.log" $rc 2 "rank 1: token store 'corpora/x'";;
+  esac
 done
 grep -q "other tokens than rank 0's" "$WORK/files_b.log" || fail "same-size copy not named"
-grep -q "idx differs" "$WORK/files_c.log" || fail "smaller copy not named"
+grep -q "its .idx differs from rank 0's" "$WORK/files_e.log" || fail "swapped lengths not named"
 # The same files everywhere still run.
 "${MPI[@]}" -n 2 -wdir "$WORK/a" "$GRIDFEED" run "${F[@]}" > "$WORK/same.log" 2>&1 \
   || { cat "$WORK/same.log"; fail "identical copies refused"; }
+# How each reader proved its files: on 4 simulated nodes sharing the files, rank 0's very files
+# (nothing read); on 2 simulated nodes, the second of which holds identical copies, that node's
+# leader checks and digests them and its peer takes the leader's facts.
+proofs() {  # LOG WANT: the job ran and rank 0 counted WANT
+  grep -q "proven by $2 (rank 0 included)" "$1" || { cat "$1"; fail "$1: not '$2'"; }
+}
+GRIDFEED_LOG_LEVEL=DEBUG "${MPI[@]}" -n 4 -x GRIDFEED_LOG_LEVEL -wdir "$WORK/a" "$GRIDFEED" run \
+  "${F[@]}" --testing-ranks-per-node 1 > "$WORK/proof1.log" 2>&1 \
+  || { cat "$WORK/proof1.log"; fail "shared files on 4 nodes refused"; }
+proofs "$WORK/proof1.log" \
+  "3 readers as rank 0's very files, 0 as their node leader's, 1 checked and digested"
+GRIDFEED_LOG_LEVEL=DEBUG "${MPI[@]}" -x GRIDFEED_LOG_LEVEL \
+  -n 2 -wdir "$WORK/a" "$GRIDFEED" run "${F[@]}" --testing-ranks-per-node 2 : \
+  -n 2 -wdir "$WORK/a2" "$GRIDFEED" run "${F[@]}" --testing-ranks-per-node 2 \
+  > "$WORK/proof2.log" 2>&1 || { cat "$WORK/proof2.log"; fail "identical node copies refused"; }
+proofs "$WORK/proof2.log" \
+  "1 readers as rank 0's very files, 1 as their node leader's, 2 checked and digested"
+# The same copies with one file other: named, on every rank, by the node that holds it.
+cp "$WORK/b/corpora/x.bin" "$WORK/a2/corpora/x.bin"
+set +e
+"${MPI[@]}" -n 2 -wdir "$WORK/a" "$GRIDFEED" run "${F[@]}" --testing-ranks-per-node 2 : \
+  -n 2 -wdir "$WORK/a2" "$GRIDFEED" run "${F[@]}" --testing-ranks-per-node 2 \
+  > "$WORK/proof3.log" 2>&1
+rc=$?
+set -e
+expect_error "$WORK/proof3.log" $rc 4 "rank 2: token store 'corpora/x': its .bin holds other tokens"
 
 # 2. Options that drive collectives differ on one rank.
 cd "$WORK/a"

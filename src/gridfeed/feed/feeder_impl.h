@@ -79,8 +79,11 @@ struct Feeder::Impl {
                                                const order::ReadSchedule& from,
                                                const std::vector<int>& keys, bool world_node) const;
   Status OpenTokenStores();
-  // This reader opens its node leader's very files (so the leader checks them in full).
-  bool same_files_as_node_leader = false;
+  // How this reader shows it reads world rank 0's token files (order/store_facts.h): they are
+  // rank 0's very files (stat'ed: O(files)), its node leader's very files (the leader proves
+  // them), or it checks and digests them itself (world rank 0, node-local copies).
+  enum class FilesProof { kRank0Files, kLeaderFiles, kOwnCheck };
+  FilesProof files_proof = FilesProof::kOwnCheck;
   // World rank 0: the token stores its build opened and checked, until OpenTokenStores adopts
   // them (after it has taken the files' identities, so a file replaced in between is opened
   // anew and seen by the readers' checks).

@@ -16,6 +16,7 @@
 #include "gridfeed/feed/feeder_impl.h"
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/mapped_fault.h"
+#include "gridfeed/order/store_facts.h"
 #include "gridfeed/parallel/agree.h"
 
 namespace gridfeed::feed {
@@ -204,49 +205,84 @@ Status Feeder::Impl::BuildAndShareTables() {
   return parallel::AgreeOnStatus(g.world(), viewed, g.world_rank());
 }
 
-// Readers open the token stores; a failure anywhere is the same error everywhere. A reader
-// whose files are its node leader's very files (device, inode, size, mtime) leaves the
-// per-element checks to the leader, which makes them at the same time. World rank 0 serves
-// from the stores its build opened where their files are still the ones it identified.
+// Readers open the token stores; a failure anywhere is the same error everywhere. World rank 0
+// stats its token files and broadcasts what stat says (order::FileFacts); every reader stats
+// its own (O(files)): a file of another size is named here; a reader whose files are all rank
+// 0's very files (order::SameFile), or its node leader's very files, checks only their
+// structure (rank 0, or the leader, checked every element); any other checks them in full and
+// digests them (CheckTokenStores compares). World rank 0 serves from the stores its build
+// opened where their files are still the ones it identified.
 Status Feeder::Impl::OpenTokenStores() {
   const parallel::Grid& g = *grid;
   Stopwatch watch;
+  const bool full = order::TestingFullStoreCheck();
+  std::vector<std::string> files;
+  std::vector<order::FileFacts> mine;
+  std::string reference;
+  if (g.is_reader()) {
+    files = view->TokenFiles();
+    // Stat'ed before rank 0 adopts its build's stores: a file replaced in between is then
+    // opened anew, and its new identity is no other reader's proof.
+    for (const auto& file : files) mine.push_back(order::StatFile(file));
+    if (g.world_rank() == 0) reference = order::EncodeFileFacts(mine);
+  }
+  GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(g.world(), 0, &reference));
   Status opened;
   if (g.is_reader()) {
-    MPI_Comm node = image->node_comm();
-    int node_rank = 0;
-    MPI_Comm_rank(node, &node_rank);
-    std::string identity;  // empty when a file cannot be stat'ed: then checked here in full
-    for (const auto& file : view->TokenFiles()) {
-      auto id = io::FileIdentity(file);
-      if (!id.ok()) {
-        identity.clear();
-        break;
-      }
-      identity += *id + "\n";
+    const std::vector<order::FileFacts> rank0 = order::DecodeFileFacts(reference);
+    const std::string sizes = order::DescribeSizeDifference(files, mine, rank0);
+    bool rank0_files = !full && g.world_rank() != 0 && sizes.empty();
+    for (size_t i = 0; rank0_files && i < mine.size(); ++i) {
+      // Names that are no file on either side (a tokenizer's name) hold nothing to differ.
+      rank0_files = order::SameFile(mine[i], rank0[i]) || (!mine[i].exists && !rank0[i].exists);
     }
+    // The node leader's very files: every file stat'ed and equal, device included.
+    bool all_exist = true;
+    for (const auto& f : mine) all_exist = all_exist && f.exists;
+    const std::string identity = all_exist ? order::EncodeFileFacts(mine) : std::string();
     std::string leader_identity = identity;
-    GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(node, 0, &leader_identity));
-    same_files_as_node_leader = node_rank != 0 && !identity.empty() && identity == leader_identity;
+    GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(image->node_comm(), 0, &leader_identity));
+    int node_rank = 0;
+    MPI_Comm_rank(image->node_comm(), &node_rank);
+    const bool leader_files = node_rank != 0 && !identity.empty() && identity == leader_identity;
+    files_proof = g.world_rank() != 0 && rank0_files ? FilesProof::kRank0Files
+                  : leader_files                     ? FilesProof::kLeaderFiles
+                                                     : FilesProof::kOwnCheck;
     view->AdoptTokenStores(built_stores);  // world rank 0's, if unchanged since identified
     built_stores.clear();
-    if (g.world_rank() == options.feed.testing_fail_open_rank) {
+    if (!sizes.empty()) {
+      opened = DataLoss(sizes + "; every reader must see the same token files as rank 0");
+    } else if (g.world_rank() == options.feed.testing_fail_open_rank) {
       opened =
           NotFound("cannot open '" + view->token_stores().front() + ".bin' (injected by test)");
     } else {
-      opened = view->OpenTokenStores(same_files_as_node_leader);
+      opened = view->OpenTokenStores(files_proof != FilesProof::kOwnCheck);
     }
   }
   GRIDFEED_RETURN_IF_ERROR(parallel::AgreeOnStatus(g.world(), opened, g.world_rank()));
+  // How many readers took each proof, for rank 0's log (tests read it); counted on every rank,
+  // as the count is collective.
+  int proofs[3] = {0, 0, 0};
+  if (g.is_reader()) proofs[static_cast<int>(files_proof)] = 1;
+  int counted[3] = {0, 0, 0};
+  GRIDFEED_RETURN_IF_ERROR(parallel::MpiStatus(
+      MPI_Reduce(proofs, counted, 3, MPI_INT, MPI_SUM, 0, g.world()), "MPI_Reduce(proofs)"));
+  if (g.world_rank() == 0 && log::Enabled(log::Level::kDebug)) {
+    log::Debug("token files (" + std::to_string(files.size()) + " per reader) proven by " +
+               std::to_string(counted[0]) + " readers as rank 0's very files, " +
+               std::to_string(counted[1]) + " as their node leader's, " +
+               std::to_string(counted[2]) + " checked and digested (rank 0 included)");
+  }
   startup.open_seconds = watch.Seconds();
   return Status::Ok();
 }
 
 // Every reader proves it reads the same data as rank 0 (node-local copies are common): index
 // digest, data size and a digest of data blocks sampled at offsets derived from the
-// fingerprint. A difference on any reader is the same error everywhere, naming rank and store.
-// On a node, the leader computes the facts; a peer whose files are the leader's very files
-// takes them, any other computes its own.
+// fingerprint. Rank 0 computes its facts once and broadcasts them; a reader holding rank 0's
+// very files takes them (no reads), one holding its node leader's very files takes the
+// leader's, any other computes its own. A difference on any reader is the same error
+// everywhere, naming rank and store.
 Status Feeder::Impl::CheckTokenStores() {
   const parallel::Grid& g = *grid;
   // An amendable order's digests do not depend on its schedule, so an amended resume can
@@ -255,18 +291,23 @@ Status Feeder::Impl::CheckTokenStores() {
       pipeline->amendable() ? checkpoint::WithoutScheduleText(canonical) : fingerprint;
   const uint64_t salt = XXH3_64bits(salted.data(), salted.size());
   std::vector<order::StoreFacts> mine;
-  if (g.is_reader()) {
-    if (!same_files_as_node_leader) mine = view->TokenStoreFacts(salt);
-    std::string leader_facts = order::EncodeFacts(mine);
-    GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(image->node_comm(), 0, &leader_facts));
-    if (same_files_as_node_leader) mine = order::DecodeFacts(leader_facts);
+  if (g.is_reader() && files_proof == FilesProof::kOwnCheck) mine = view->TokenStoreFacts(salt);
+  // The others wait asleep while rank 0 (and any reader of its own copies) reads: polling ranks
+  // took the cores from it where ranks outnumber cores.
+  if (!order::TestingFullStoreCheck()) {
+    GRIDFEED_RETURN_IF_ERROR(parallel::SleepyBarrier(g.world()));
   }
-  std::string reference = order::EncodeFacts(mine);  // rank 0 is a reader
+  std::string reference = order::EncodeFacts(mine);  // rank 0 is a reader and checks its own
   GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(g.world(), 0, &reference));
   store_facts = reference;
   Status local;
   if (g.is_reader()) {
-    const std::string change = order::DescribeFactsDifference(mine, order::DecodeFacts(reference));
+    const std::vector<order::StoreFacts> rank0 = order::DecodeFacts(reference);
+    if (files_proof == FilesProof::kRank0Files) mine = view->FactsOfRank0Files(salt, rank0);
+    std::string leader_facts = order::EncodeFacts(mine);
+    GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(image->node_comm(), 0, &leader_facts));
+    if (files_proof == FilesProof::kLeaderFiles) mine = order::DecodeFacts(leader_facts);
+    const std::string change = order::DescribeFactsDifference(mine, rank0);
     if (!change.empty()) {
       local = DataLoss(change + "; every reader must see the same token files as rank 0");
     }

@@ -65,6 +65,8 @@ class IndexedDataset {
   // after a pass over a large index, so it does not stay counted in resident memory.
   void DropIndexPages(std::span<const std::byte> part) const { idx_.DropPages(part); }
   std::span<const std::byte> data_bytes() const { return bin_.bytes(); }
+  // The mapped .bin (its path and identity, for positional reads of the very same file).
+  const MMapFile& data_file() const { return bin_; }
   // XXH3-64 of the whole index file (what the data facts and every reader's store facts name),
   // computed by the first caller and remembered, so a process that needs it twice passes over
   // a multi-GB index once; thread safe. The pass reads through a descriptor onto the mapped

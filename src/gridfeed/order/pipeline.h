@@ -112,6 +112,15 @@ class OrderView {
   virtual Status OpenTokenStores(bool checked_on_node) = 0;
   // Facts of every open token store, in token_stores() order (see store_facts.h).
   virtual std::vector<StoreFacts> TokenStoreFacts(uint64_t salt) const = 0;
+  // What TokenStoreFacts would say on a reader whose TokenFiles are world rank 0's very files
+  // (order::SameFile), given rank 0's `reference`, without reading them: the default takes
+  // `reference`. An order whose facts also describe what TokenFiles does not name puts its own
+  // facts of that in.
+  virtual std::vector<StoreFacts> FactsOfRank0Files(
+      uint64_t salt, const std::vector<StoreFacts>& reference) const {
+    (void)salt;
+    return reference;
+  }
   // Takes, of `stores` (this process's build: BuiltOrder::OpenedStores), those this view reads
   // whose files are unchanged since they were opened (io::IndexedDataset::Unchanged);
   // OpenTokenStores then leaves them be. Orders without such stores ignore it.

@@ -34,11 +34,15 @@ class FimView final : public OrderView {
   // the same path would decode and re-encode otherwise.
   std::vector<StoreFacts> TokenStoreFacts(uint64_t salt) const override {
     std::vector<StoreFacts> facts = inner_->TokenStoreFacts(salt);
-    StoreFacts t;
-    t.name = "tokenizer " + setup_->tokenizer->path();
-    t.index_xxh3 = setup_->tokenizer_xxh3;
-    t.data_bytes = static_cast<uint64_t>(setup_->tokenizer_bytes);
-    facts.push_back(t);
+    facts.push_back(TokenizerFacts());
+    return facts;
+  }
+  // The tokenizer is no token file: its facts are this reader's own (known, no reads).
+  std::vector<StoreFacts> FactsOfRank0Files(
+      uint64_t salt, const std::vector<StoreFacts>& reference) const override {
+    (void)salt;
+    std::vector<StoreFacts> facts = reference;
+    if (!facts.empty()) facts.back() = TokenizerFacts();
     return facts;
   }
 
@@ -79,6 +83,14 @@ class FimView final : public OrderView {
   std::vector<SourceInfo> Sources(Split split) const override { return inner_->Sources(split); }
 
  private:
+  StoreFacts TokenizerFacts() const {
+    StoreFacts t;
+    t.name = "tokenizer " + setup_->tokenizer->path();
+    t.index_xxh3 = setup_->tokenizer_xxh3;
+    t.data_bytes = static_cast<uint64_t>(setup_->tokenizer_bytes);
+    return t;
+  }
+
   FimRandom* Stream(Split split, size_t source) const {
     auto& per_worker = streams_[static_cast<int>(split)];
     if (per_worker.size() < static_cast<size_t>(workers_)) per_worker.resize(workers_);

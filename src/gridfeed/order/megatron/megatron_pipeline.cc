@@ -1,12 +1,19 @@
 #include "gridfeed/order/megatron/megatron_pipeline.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <span>
+#include <thread>
 
 #include "gridfeed/core/check.h"
 #include "gridfeed/core/log.h"
+#include "gridfeed/io/file_util.h"
 #include "gridfeed/io/mmap_file.h"
 #include "gridfeed/order/node_image.h"
 #include "gridfeed/order/table_image.h"
@@ -16,6 +23,39 @@ namespace gridfeed::order {
 namespace {
 
 using Stores = OpenStores;
+
+// A store's facts, its .bin's sampled blocks read through a descriptor onto the very file the
+// store maps, told to read only what is asked (POSIX_FADV_RANDOM): faulting 64 blocks of each
+// of 1,000 files in through the mappings read ahead around every one (a sparse file's holes
+// included) and cost tens of seconds on a virtual machine. Falls back to the mapping.
+StoreFacts FactsOfStore(const std::string& prefix, const io::IndexedDataset& store, uint64_t salt) {
+  const io::MMapFile& bin = store.data_file();
+  int fd = TestingFullStoreCheck() ? -1 : ::open(bin.path().c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    const auto id = io::FileIdentity(fd, bin.path());
+    if (id.ok() && *id == bin.identity()) {
+      ::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+    } else {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  auto read = [fd](uint64_t offset, std::span<std::byte> out) {
+    for (size_t done = 0; done < out.size();) {
+      if (fd < 0) return false;
+      const ssize_t n =
+          ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+    return true;
+  };
+  StoreFacts f =
+      FactsWithIndexDigestRead(prefix, store.index_xxh3(), store.data_bytes(), salt, read);
+  if (fd >= 0) ::close(fd);
+  return f;
+}
 
 class MegatronView final : public OrderView {
  public:
@@ -64,13 +104,26 @@ class MegatronView final : public OrderView {
     Bind();
   }
 
+  // On a few threads: each store's reads wait on storage (a shared filesystem) more than on a
+  // core.
   std::vector<StoreFacts> TokenStoreFacts(uint64_t salt) const override {
-    std::vector<StoreFacts> out;
+    std::vector<std::pair<const std::string*, const io::IndexedDataset*>> open;
     for (const auto& prefix : view_.prefixes) {
       const auto it = stores_.find(prefix);
-      if (it == stores_.end()) continue;
-      const io::IndexedDataset& store = *it->second;
-      out.push_back(FactsWithIndexDigest(prefix, store.index_xxh3(), store.data_bytes(), salt));
+      if (it != stores_.end()) open.emplace_back(&prefix, it->second.get());
+    }
+    std::vector<StoreFacts> out(open.size());
+    std::atomic<size_t> next{0};
+    auto worker = [&] {
+      for (size_t i; (i = next.fetch_add(1)) < open.size();) {
+        out[i] = FactsOfStore(*open[i].first, *open[i].second, salt);
+      }
+    };
+    {
+      const size_t threads = TestingFullStoreCheck() ? 1 : std::min<size_t>(open.size(), 4);
+      std::vector<std::jthread> pool;
+      for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+      worker();
     }
     return out;
   }

@@ -79,6 +79,10 @@ class MixtureView final : public OrderView {
   std::vector<StoreFacts> TokenStoreFacts(uint64_t salt) const override {
     return inner_->TokenStoreFacts(salt);
   }
+  std::vector<StoreFacts> FactsOfRank0Files(
+      uint64_t salt, const std::vector<StoreFacts>& reference) const override {
+    return inner_->FactsOfRank0Files(salt, reference);
+  }
   SampleRecord Read(Split s, int64_t position, Sample* out, bool hash_tokens) const override {
     return Named(inner_->Read(s, position, out, hash_tokens));
   }
