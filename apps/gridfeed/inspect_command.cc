@@ -1,8 +1,11 @@
 // gridfeed inspect: summary of a .bin/.idx pair, as text or JSON, and table dumps; with
 // --per-dataset-sequences-out, Megatron's --per-dataset-sequences-path file for a blend's
-// prefixes (config/data_args.h).
+// prefixes (config/data_args.h). With tokenizer flags (--tokenizer-model, --tokenizer-type, ...),
+// or given a tokenizer folder or file alone, it says which tokenizer that is and, for a store,
+// whether its ids fit it.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -13,6 +16,7 @@
 #include "commands.h"
 #include "gridfeed/config/data_args.h"
 #include "gridfeed/config/options.h"
+#include "gridfeed/config/tokenizer_options.h"
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/indexed_dataset.h"
 #include "gridfeed/io/npy.h"
@@ -28,8 +32,59 @@ struct InspectArgs {
   std::string dump_dir;
   // Megatron's --per-dataset-sequences-path file for the prefixes of these lists.
   std::string sequences_out;
-  config::JobOptions lists;  // the data-path rows only
+  config::JobOptions lists;  // the data-path rows and the tokenizer rows only
 };
+
+// A positional argument that names a tokenizer rather than a store: a folder holding
+// tokenizer.json or gf_tokenizer.json, or a file where PREFIX.idx is not.
+bool IsTokenizerPath(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    return fs::exists(fs::path(path) / "tokenizer.json", ec) ||
+           fs::exists(fs::path(path) / "gf_tokenizer.json", ec);
+  }
+  return fs::is_regular_file(path, ec) && !fs::exists(path + ".idx", ec);
+}
+
+// The spelling of a special id (the tokenizer's all_special_tokens), else empty.
+std::string NameOf(const text::TextTokenizer& t, int64_t id) {
+  for (const auto& s : t.special_tokens()) {
+    if (s.id == id) return s.name;
+  }
+  return "";
+}
+
+nlohmann::json TokenizerJson(const text::TextTokenizer& t) {
+  nlohmann::json j = {{"kind", t.kind()},
+                      {"file", t.path()},
+                      {"len", t.vocab_size()},
+                      {"special_tokens", t.special_tokens().size()},
+                      {"chat_template", t.chat_template().has_value()}};
+  const std::pair<const char*, std::optional<int64_t>> named[] = {
+      {"bos", t.bos_id()}, {"eos", t.eos_id()}, {"pad", t.pad_id()}, {"unk", t.unk_id()}};
+  for (const auto& [key, id] : named) {
+    j[key] = id ? nlohmann::json{{"token", NameOf(t, *id)}, {"id", *id}} : nlohmann::json();
+  }
+  return j;
+}
+
+void PrintTokenizer(const nlohmann::json& j) {
+  std::printf("tokenizer %s\n  kind       %s\n  len        %lld (vocabulary and added tokens)\n",
+              j["file"].get<std::string>().c_str(), j["kind"].get<std::string>().c_str(),
+              static_cast<long long>(j["len"].get<int64_t>()));
+  for (const char* key : {"bos", "eos", "pad", "unk"}) {
+    const auto& v = j[key];
+    if (v.is_null()) {
+      std::printf("  %-10s none\n", key);
+    } else {
+      std::printf("  %-10s %s (%lld)\n", key, v["token"].get<std::string>().c_str(),
+                  static_cast<long long>(v["id"].get<int64_t>()));
+    }
+  }
+  std::printf("  specials   %zu\n  chat       %s\n", j["special_tokens"].get<size_t>(),
+              j["chat_template"].get<bool>() ? "chat_template present" : "no chat_template");
+}
 
 // Every prefix of the lists once, in order (the blend's, then train, valid, test), as
 // Megatron's tools/build_sequences_per_dataset.py collects them.
@@ -80,10 +135,32 @@ Status WriteSequencesPerDataset(const InspectArgs& a) {
   return Status::Ok();
 }
 
-Status RunInspect(const InspectArgs& a) {
+Status RunInspect(InspectArgs a) {
   if (!a.sequences_out.empty()) return WriteSequencesPerDataset(a);
+  config::DataOptions& d = a.lists.data;
+  if (!a.prefix.empty() && !config::HasTokenizer(d) && IsTokenizerPath(a.prefix)) {
+    d.tokenizer_model = a.prefix;  // `gridfeed inspect FOLDER`: the tokenizer alone
+    a.prefix.clear();
+  }
+  std::optional<nlohmann::json> tok;
+  int64_t tok_len = 0;
+  if (config::HasTokenizer(d)) {
+    GRIDFEED_ASSIGN_OR_RETURN(config::DataTokenizer t, config::LoadDataTokenizer(d));
+    tok = TokenizerJson(*t.tokenizer);
+    tok_len = t.tokenizer->vocab_size();
+  }
   if (a.prefix.empty()) {
-    return InvalidArgument("inspect needs a PREFIX (or --per-dataset-sequences-out FILE)");
+    if (!tok) {
+      return InvalidArgument(
+          "inspect needs a PREFIX, a tokenizer (--tokenizer-model, --tokenizer-type), or "
+          "--per-dataset-sequences-out FILE");
+    }
+    if (a.json) {
+      std::printf("%s\n", nlohmann::json{{"tokenizer", *tok}}.dump(2).c_str());
+    } else {
+      PrintTokenizer(*tok);
+    }
+    return Status::Ok();
   }
   GRIDFEED_ASSIGN_OR_RETURN(io::IndexedDataset ds,
                             io::IndexedDataset::Open(a.prefix, a.multimodal));
@@ -99,6 +176,14 @@ Status RunInspect(const InspectArgs& a) {
     size_t n = sorted.size();
     median = n % 2 ? sorted[n / 2] : (double(sorted[n / 2 - 1]) + sorted[n / 2]) / 2;
   }
+  // With a tokenizer: the store's largest id, against len(tokenizer).
+  int64_t max_id = -1;
+  if (tok) {
+    for (int64_t i = 0; i < ds.num_sequences(); ++i) {
+      GRIDFEED_ASSIGN_OR_RETURN(io::TokenSpan span, ds.Get(i));
+      for (int64_t k = 0; k < span.length_tokens; ++k) max_id = std::max(max_id, span[k]);
+    }
+  }
   if (a.json) {
     nlohmann::json j = {{"prefix", a.prefix},
                         {"dtype", io::DTypeName(ds.dtype())},
@@ -109,6 +194,10 @@ Status RunInspect(const InspectArgs& a) {
                         {"min_sequence_length", min_len},
                         {"median_sequence_length", median},
                         {"max_sequence_length", max_len}};
+    if (tok) {
+      j["tokenizer"] = *tok;
+      j["max_token_id"] = max_id;
+    }
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf(
@@ -119,6 +208,12 @@ Status RunInspect(const InspectArgs& a) {
         static_cast<long long>(ds.num_documents()),
         static_cast<unsigned long long>(ds.num_tokens()), static_cast<long long>(min_len), median,
         static_cast<long long>(max_len));
+    if (tok) {
+      PrintTokenizer(*tok);
+      std::printf("  store ids  max %lld: %s\n", static_cast<long long>(max_id),
+                  max_id < tok_len ? "every id is a token of this tokenizer"
+                                   : "ids beyond len(tokenizer): another tokenizer made it");
+    }
   }
   if (!a.dump_dir.empty()) {
     GRIDFEED_RETURN_IF_ERROR(io::MakeDirs(a.dump_dir));
@@ -146,15 +241,18 @@ Runner RegisterInspect(CLI::App& app) {
   sub->add_option("--per-dataset-sequences-out", a->sequences_out,
                   "Write {PREFIX: [sequence count, document count]} for the prefixes of the "
                   "list flags (Megatron's --per-dataset-sequences-path file)");
-  // The list flags of the option table, as their rows describe them.
-  for (const char* name : {"data-path", "train-data-path", "valid-data-path", "test-data-path",
-                           "data-args-path", "per-split-data-args-path"}) {
+  // The list flags and the tokenizer flags of the option table, as their rows describe them.
+  for (const char* name :
+       {"data-path", "train-data-path", "valid-data-path", "test-data-path", "data-args-path",
+        "per-split-data-args-path", "tokenizer-model", "tokenizer-type", "vocab-file", "merge-file",
+        "tiktoken-pattern", "tiktoken-num-special-tokens", "tokenizer-special-tokens",
+        "special-tokens", "vocab-size"}) {
     const config::OptionRow* row = config::FindRow(name);
     std::visit(
         [&](auto* field) {
           using T = std::remove_pointer_t<decltype(field)>;
           if constexpr (std::is_same_v<T, std::vector<std::string>> ||
-                        std::is_same_v<T, std::string>) {
+                        std::is_same_v<T, std::string> || std::is_same_v<T, int64_t>) {
             sub->add_option(row->flag(), *field, row->help);
           }
         },

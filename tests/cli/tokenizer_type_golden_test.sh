@@ -45,4 +45,32 @@ PY
 expect_error "chat_template" "${base[@]}" --tokenizer-type GPT2BPETokenizer \
   --vocab-file "$WORK/vocab.json" --merge-file "$WORK/merges.txt" \
   --sft-tokenizer-prompt-format default
+# gridfeed inspect on a tokenizer folder alone, with tokenizer flags, and on a store with its
+# tokenizer: len(tokenizer) and ids from the `tokenizers` library (get_vocab_size(with added
+# tokens), token_to_id), the store's largest id from numpy on its .bin.
+"$GRIDFEED" inspect tokenizers/phi3 > "$WORK/phi3.txt"
+for want in "kind       huggingface" "len        32011" "bos        <s> (1)" \
+    "eos        <|endoftext|> (32000)" "pad        <|endoftext|> (32000)" "unk        <unk> (0)" \
+    "chat_template present"; do
+  grep -qF -- "$want" "$WORK/phi3.txt" || { cat "$WORK/phi3.txt"; echo "FAIL: inspect: $want"; exit 1; }
+done
+"$GRIDFEED" inspect --tokenizer-model tokenizers/gpt2 --json > "$WORK/gpt2.json"
+/usr/bin/python3 - "$WORK/gpt2.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))["tokenizer"]
+assert t["len"] == 50257 and t["eos"]["id"] == 50256 and t["pad"] is None, t
+assert t["unk"] == {"id": 50256, "token": "<|endoftext|>"} and t["chat_template"], t
+PY
+cd "$GOLDEN/fim"
+"$GRIDFEED" inspect corpora/dolma2_mixed_v --tokenizer-model tokenizers/olmo2-dolma2 --json \
+  > "$WORK/store.json"
+/usr/bin/python3 - "$WORK/store.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["tokens"] == 8846 and j["max_token_id"] == 100260, j
+assert j["tokenizer"]["len"] == 100278 and j["tokenizer"]["pad"]["id"] == 100277, j
+PY
+"$GRIDFEED" inspect corpora/dolma2_mixed_v --tokenizer-model "$GOLDEN/sft/tokenizers/gpt2" \
+  | grep -q "another tokenizer made it" || { echo "FAIL: inspect: ids beyond the tokenizer"; exit 1; }
+echo "tokenizer flags: inspect names the tokenizer"
 echo "tokenizer flags: golden sets equal with --tokenizer-type HuggingFaceTokenizer; 6 refusals"
