@@ -86,7 +86,13 @@ yaml_case=$(dirname "${yaml_case:-$(ls "$GOLDEN"/cases/*/case.json | head -n 1)}
 seed=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['inputs']['seed'])" \
   "$yaml_case/case.json")
 echo "case $(basename "$yaml_case") from YAML"
-run_case "$(basename "$yaml_case")" --config "$WORK/flags.yaml" --seed "$seed"
+# Into the first run's folders: refused as they are, replaced whole with --replace.
+if "$GRIDFEED" tables --config "$WORK/flags.yaml" --seed "$seed" \
+    --out "$WORK/$(basename "$yaml_case")" > /dev/null 2> "$WORK/err"; then
+  echo "FAIL: gridfeed tables wrote into a folder holding another run's output"; exit 1
+fi
+grep -q -- "--replace" "$WORK/err" || { cat "$WORK/err"; echo "FAIL: no --replace hint"; exit 1; }
+run_case "$(basename "$yaml_case")" --config "$WORK/flags.yaml" --seed "$seed" --replace
 
 # Bad input fails clearly.
 if "$GRIDFEED" tables --data-path corpora/nonexistent --seq-length 8 --out "$WORK/x" 2> "$WORK/err"; then
