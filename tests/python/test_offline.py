@@ -354,3 +354,31 @@ def test_fim_samples_in_fetch_order_are_megatrons(case, monkeypatch):
     # A fresh stream per call: the same positions again give the same samples.
     again = gridfeed.samples(order, **kw)
     assert np.array_equal(again["tokens"], ours["tokens"])
+
+
+# ---- tokenizers ----------------------------------------------------------------------------
+
+HF = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden", "hf-tokenizers")
+
+
+def test_megatron_tokenizer_keywords_give_the_golden_sft_samples():
+    """tokenizer_type and its companions are keywords (from the option table); an SFT case of
+    the Hugging Face golden set through them gives Megatron's items."""
+    from sft_scenarios import case_kwargs
+    sft = os.path.join(HF, "sft")
+    case = os.path.join(sft, "cases", "default_phi3mini_L96")
+    kw = case_kwargs(case)
+    kw["data_path"] = [os.path.join(sft, p) for p in kw["data_path"]]
+    kw["tokenizer_model"] = os.path.join(sft, kw["tokenizer_model"])
+    opts = gridfeed.options(**kw, tokenizer_type="HuggingFaceTokenizer")
+    assert opts["tokenizer_type"] == "HuggingFaceTokenizer"
+    assert opts["tiktoken_num_special_tokens"] == 1000 and opts["tokenizer_special_tokens"] == []
+    items = os.path.join(case, "train", "items")
+    positions = np.load(os.path.join(items, "items_index.npy"))
+    got = gridfeed.samples(positions, **kw, tokenizer_type="HuggingFaceTokenizer")
+    for name in ("tokens", "labels", "loss_mask", "position_ids"):
+        want = np.load(os.path.join(items, f"{name}.npy"))
+        assert np.array_equal(got[name], want), name
+    with pytest.raises(gridfeed.InvalidArgument, match="--vocab-file"):
+        gridfeed.samples([0], **{**kw, "tokenizer_model": None},
+                         tokenizer_type="GPT2BPETokenizer")
