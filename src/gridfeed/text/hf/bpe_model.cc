@@ -61,17 +61,43 @@ struct Symbol {
   uint32_t len;  // bytes of the piece it covers; 0 once merged into its left neighbour
 };
 
+// The library's heap pops the lowest rank, then the lowest position: one key, rank << 32 | pos.
 struct QueuedMerge {
-  int32_t pos;
-  int32_t rank;
+  uint64_t key;
   int32_t new_id;
+  int32_t pos() const { return static_cast<int32_t>(key & 0xFFFFFFFF); }
 };
-// The library's heap pops the lowest rank, then the lowest position.
+QueuedMerge Queued(int32_t pos, int32_t rank, int32_t new_id) {
+  return {(static_cast<uint64_t>(static_cast<uint32_t>(rank)) << 32) | static_cast<uint32_t>(pos),
+          new_id};
+}
 struct LaterMerge {
-  bool operator()(const QueuedMerge& a, const QueuedMerge& b) const {
-    return a.rank != b.rank ? a.rank > b.rank : a.pos > b.pos;
-  }
+  bool operator()(const QueuedMerge& a, const QueuedMerge& b) const { return a.key > b.key; }
 };
+
+// The code point of the whole UTF-8 character `ch` in its shortest form, else -1.
+int32_t OneCodePoint(std::string_view ch) {
+  const auto* b = reinterpret_cast<const unsigned char*>(ch.data());
+  const size_t n = ch.size();
+  if (n == 1) return b[0] < 0x80 ? b[0] : -1;
+  for (size_t k = 1; k < n; ++k) {
+    if ((b[k] & 0xC0) != 0x80) return -1;
+  }
+  int32_t c;
+  if (n == 2 && (b[0] & 0xE0) == 0xC0) {
+    c = ((b[0] & 0x1F) << 6) | (b[1] & 0x3F);
+    return c >= 0x80 ? c : -1;
+  }
+  if (n == 3 && (b[0] & 0xF0) == 0xE0) {
+    c = ((b[0] & 0x0F) << 12) | ((b[1] & 0x3F) << 6) | (b[2] & 0x3F);
+    return c >= 0x800 ? c : -1;
+  }
+  if (n == 4 && (b[0] & 0xF8) == 0xF0) {
+    c = ((b[0] & 0x07) << 18) | ((b[1] & 0x3F) << 12) | ((b[2] & 0x3F) << 6) | (b[3] & 0x3F);
+    return c >= 0x10000 && c < 0x110000 ? c : -1;
+  }
+  return -1;
+}
 
 struct Scratch {
   std::vector<Symbol> symbols;
@@ -136,7 +162,7 @@ Result<std::unique_ptr<BpeModel>> BpeModel::Create(
   }
   const size_t prefix_len = options.continuing_subword_prefix.size();
   std::string merged;
-  m->merges_.reserve(merges.size());
+  m->merges_.Reserve(merges.size());
   for (size_t i = 0; i < merges.size(); ++i) {
     const auto& [a, b] = merges[i];
     const auto what = [&] { return where.Field("merges").Index(i).str(); };
@@ -161,7 +187,35 @@ Result<std::unique_ptr<BpeModel>> BpeModel::Create(
     }
     if (i > static_cast<size_t>(INT32_MAX)) return InvalidArgument(what() + ": too many merges");
     // A repeated pair takes its last rank, as the library's map does.
-    m->merges_[PairKey(ia->second, ib->second)] = MergeValue{static_cast<int32_t>(i), inew->second};
+    m->merges_.Set(PairKey(ia->second, ib->second),
+                   MergeValue{static_cast<int32_t>(i), inew->second});
+  }
+  for (const auto& [tok, id] : m->vocab_) {
+    if (const int32_t c = OneCodePoint(tok); c >= 0) m->char_ids_.Set(c, MergeValue{0, id});
+  }
+  // Long pieces are cut into segments (TokenizeSegments) when a symbol is one character: no
+  // prefix or suffix, and no ignore_merges (which looks the whole piece up first). The adjacent
+  // character pairs of every token say where a merge may join two characters.
+  m->segmentable_ = options.continuing_subword_prefix.empty() &&
+                    options.end_of_word_suffix.empty() && !options.ignore_merges;
+  for (const auto& [tok, id] : m->vocab_) {
+    if (!m->segmentable_) break;
+    int32_t prev = -1;
+    for (size_t i = 0; i < tok.size();) {
+      const size_t len = Utf8Length(static_cast<unsigned char>(tok[i]));
+      const int32_t c =
+          i + len <= tok.size() ? OneCodePoint(std::string_view(tok).substr(i, len)) : -1;
+      if (c < 0) {  // not UTF-8: no cuts at all
+        m->segmentable_ = false;
+        break;
+      }
+      if (prev >= 0) {
+        m->bigrams_.Set((static_cast<uint64_t>(prev) << 21) | static_cast<uint64_t>(c),
+                        MergeValue{0, 0});
+      }
+      prev = c;
+      i += len;
+    }
   }
   if (options.unk_token) {
     if (auto it = m->vocab_.find(*options.unk_token); it != m->vocab_.end()) {
@@ -180,9 +234,18 @@ Result<std::unique_ptr<BpeModel>> BpeModel::Create(
   return m;
 }
 
-std::optional<BpeModel::MergeValue> BpeModel::FindMerge(int32_t a, int32_t b) const {
-  auto it = merges_.find(PairKey(a, b));
-  if (it == merges_.end()) return std::nullopt;
+const BpeModel::MergeValue* BpeModel::FindMerge(int32_t a, int32_t b) const {
+  return merges_.Find(PairKey(a, b));
+}
+
+std::optional<int32_t> BpeModel::CharId(std::string_view ch) const {
+  if (const int32_t c = OneCodePoint(ch); c >= 0) {
+    const MergeValue* v = char_ids_.Find(static_cast<uint64_t>(c));
+    if (v == nullptr) return std::nullopt;
+    return v->new_id;
+  }
+  auto it = vocab_.find(ch);
+  if (it == vocab_.end()) return std::nullopt;
   return it->second;
 }
 
@@ -207,7 +270,42 @@ Status BpeModel::Tokenize(std::string_view piece, std::vector<int32_t>* ids) con
       return Status::Ok();
     }
   }
-  if (piece.size() >= kCacheMaxBytes) return MergeWord(piece, ids);
+  if (piece.size() >= kCacheMaxBytes) {
+    return segmentable_ ? TokenizeSegments(piece, ids) : MergeWord(piece, ids);
+  }
+  return TokenizeCached(piece, ids);
+}
+
+// A long piece (a whole text where there is no pre-tokenizer) is cut where no merge can ever
+// join its two sides: between two characters that are tokens themselves, c1 and c2, when no
+// vocabulary token contains c1c2. A merge across that point would make a token whose text holds
+// c1c2 (merges concatenate their tokens' texts), so the merges on either side never meet, and
+// the library's queue order restricted to one segment is the segment's own: the ids are those of
+// MergeWord on the whole piece. Segments are then cached like short pieces.
+Status BpeModel::TokenizeSegments(std::string_view piece, std::vector<int32_t>* ids) const {
+  size_t start = 0;
+  int32_t prev_cp = -1;  // the previous character when it is a token itself, else -1
+  const auto flush = [&](size_t end) -> Status {
+    const std::string_view seg = piece.substr(start, end - start);
+    start = end;
+    return seg.size() < kCacheMaxBytes ? TokenizeCached(seg, ids) : MergeWord(seg, ids);
+  };
+  for (size_t i = 0; i < piece.size();) {
+    const size_t len = std::min(Utf8Length(static_cast<unsigned char>(piece[i])), piece.size() - i);
+    const int32_t cp = OneCodePoint(piece.substr(i, len));
+    const bool token = cp >= 0 && char_ids_.Find(static_cast<uint64_t>(cp)) != nullptr;
+    if (token && prev_cp >= 0 &&
+        bigrams_.Find((static_cast<uint64_t>(prev_cp) << 21) | static_cast<uint64_t>(cp)) ==
+            nullptr) {
+      GRIDFEED_RETURN_IF_ERROR(flush(i));
+    }
+    prev_cp = token ? cp : -1;
+    i += len;
+  }
+  return flush(piece.size());
+}
+
+Status BpeModel::TokenizeCached(std::string_view piece, std::vector<int32_t>* ids) const {
   PieceCache& cache = CacheFor(cache_key_);
   if (auto it = cache.map.find(piece); it != cache.map.end()) {
     ids->insert(ids->end(), it->second.begin(), it->second.end());
@@ -254,12 +352,12 @@ Status BpeModel::MergeWord(std::string_view w, std::vector<int32_t>* ids) const 
       sym = s.buf;
     }
     i += len;
-    if (auto it = vocab_.find(sym); it != vocab_.end()) {
+    if (auto id = CharId(sym)) {
       if (unk) {
         add(unk_tok, unk_len);
         unk = false;
       }
-      add(it->second, len);
+      add(*id, len);
       continue;
     }
     if (options_.byte_fallback) {
@@ -291,7 +389,7 @@ Status BpeModel::MergeWord(std::string_view w, std::vector<int32_t>* ids) const 
   heap.clear();
   for (int32_t i = 0; i + 1 < n; ++i) {
     if (auto m = FindMerge(symbols[i].id, symbols[i + 1].id)) {
-      heap.push_back({i, m->rank, m->new_id});
+      heap.push_back(Queued(i, m->rank, m->new_id));
     }
   }
   std::make_heap(heap.begin(), heap.end(), LaterMerge{});
@@ -299,7 +397,8 @@ Status BpeModel::MergeWord(std::string_view w, std::vector<int32_t>* ids) const 
     std::pop_heap(heap.begin(), heap.end(), LaterMerge{});
     const QueuedMerge top = heap.back();
     heap.pop_back();
-    Symbol& cur = symbols[top.pos];
+    const int32_t top_pos = top.pos();
+    Symbol& cur = symbols[top_pos];
     if (cur.len == 0 || cur.next == -1) continue;
     const int32_t next_pos = cur.next;
     const Symbol right = symbols[next_pos];
@@ -310,16 +409,16 @@ Status BpeModel::MergeWord(std::string_view w, std::vector<int32_t>* ids) const 
     cur.len += right.len;
     cur.next = right.next;
     symbols[next_pos].len = 0;
-    if (right.next > -1 && right.next < n) symbols[right.next].prev = top.pos;
+    if (right.next > -1 && right.next < n) symbols[right.next].prev = top_pos;
     if (cur.prev >= 0) {
       if (auto m = FindMerge(symbols[cur.prev].id, cur.id)) {
-        heap.push_back({cur.prev, m->rank, m->new_id});
+        heap.push_back(Queued(cur.prev, m->rank, m->new_id));
         std::push_heap(heap.begin(), heap.end(), LaterMerge{});
       }
     }
     if (cur.next >= 0 && cur.next < n) {
       if (auto m = FindMerge(cur.id, symbols[cur.next].id)) {
-        heap.push_back({top.pos, m->rank, m->new_id});
+        heap.push_back(Queued(top_pos, m->rank, m->new_id));
         std::push_heap(heap.begin(), heap.end(), LaterMerge{});
       }
     }

@@ -7,7 +7,8 @@
 // vocabulary, else spelled as its <0xNN> byte tokens (`byte_fallback`), else `unk_token` (runs of
 // unknown characters fused into one with `fuse_unk`); then merges are applied lowest rank first,
 // leftmost on ties, exactly as the library's queue does. Pieces shorter than 256 bytes are cached
-// per thread (as the library does), up to 10,000 per model and thread.
+// per thread (as the library does), up to 10,000 per model and thread; longer ones are cut where
+// no merge can join the two sides (see TokenizeSegments) and the segments cached alike.
 //
 // Loading refuses what the library refuses (a merge naming a token outside the vocabulary, a
 // merged token that is not in it, a missing unk_token when one is needed at tokenize time) and
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "gridfeed/text/hf/components.h"
+#include "gridfeed/text/hf/merge_map.h"
 
 namespace gridfeed::text::hf {
 
@@ -57,17 +59,21 @@ class BpeModel final : public Model {
   int64_t vocab_size() const override { return static_cast<int64_t>(vocab_.size()); }
 
  private:
-  struct MergeValue {
-    int32_t rank;
-    int32_t new_id;
-  };
+  using MergeValue = MergeMap::Value;
   BpeModel() = default;
   Status MergeWord(std::string_view piece, std::vector<int32_t>* ids) const;
-  std::optional<MergeValue> FindMerge(int32_t a, int32_t b) const;
+  Status TokenizeCached(std::string_view piece, std::vector<int32_t>* ids) const;
+  Status TokenizeSegments(std::string_view piece, std::vector<int32_t>* ids) const;
+  const MergeValue* FindMerge(int32_t a, int32_t b) const;
+  // The id of the one-character token `ch` (a whole UTF-8 character), else vocab_'s answer.
+  std::optional<int32_t> CharId(std::string_view ch) const;
 
   StringIdMap vocab_;
   std::vector<const std::string*> by_id_;  // null where no token has that id
-  std::unordered_map<uint64_t, MergeValue> merges_;
+  MergeMap merges_;                        // (left id << 32 | right id) -> rank, merged id
+  MergeMap char_ids_;  // code point -> id of the token that is that one character
+  MergeMap bigrams_;   // (c1 << 21 | c2) for each two characters adjacent in some token
+  bool segmentable_ = false;
   BpeOptions options_;
   std::optional<int32_t> unk_id_;
   std::optional<int32_t> byte_ids_[256];  // <0xNN> tokens, for byte_fallback
