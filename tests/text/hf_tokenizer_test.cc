@@ -95,6 +95,24 @@ TEST(HfTokenizer, WithoutEosTokenSepIsTheEos) {
   EXPECT_EQ(Ids(*t.value(), "hello [SEP] x"), (std::vector<int64_t>{3, 2, 0}));
 }
 
+// A key tokenizer_config.json leaves out takes the class's default (transformers' __init__
+// keywords): BERT's real folder with only its class named still has [SEP] (102) as EOS through
+// Megatron's sep -> eos, [CLS] (101) as BOS and [PAD] (0) as pad; an explicit null stays none.
+TEST(HfTokenizer, AbsentSpecialTokensTakeTheClassDefaults) {
+  const std::string bert = testing::GoldenDir() + "/../hf-tokenizers/extra/bert-base-uncased";
+  const json tj = ReadJson(bert + "/tokenizer.json");
+  auto t = LoadTextTokenizer(Folder("bert_class", tj, {{"tokenizer_class", "BertTokenizerFast"}}));
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t.value()->eos_id(), std::optional<int64_t>(102));
+  EXPECT_EQ(t.value()->bos_id(), std::optional<int64_t>(101));
+  EXPECT_EQ(t.value()->pad_id(), std::optional<int64_t>(0));
+  EXPECT_EQ(t.value()->unk_id(), std::optional<int64_t>(100));
+  auto none = LoadTextTokenizer(
+      Folder("bert_null_pad", tj, {{"tokenizer_class", "BertTokenizer"}, {"pad_token", nullptr}}));
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_EQ(none.value()->pad_id(), std::nullopt);
+}
+
 TEST(HfTokenizer, LlamaClassRebuildsThePostProcessorFromAddBosToken) {
   const json tj = ReadJson(Family("phi3") + "/tokenizer.json");
   json cfg = ReadJson(Family("phi3") + "/tokenizer_config.json");

@@ -105,6 +105,53 @@ Status ApplySpecials(const json& j, const JsonWhere& w, bool from_map, Tokenizer
   return Status::Ok();
 }
 
+// The special tokens a transformers 4.x tokenizer class takes by default (its __init__'s keyword
+// defaults) where tokenizer_config.json leaves the key out (an explicit null stays none).
+struct ClassDefaults {
+  const char* cls;
+  const char* unk;
+  const char* bos;
+  const char* eos;
+  const char* sep;
+  const char* pad;
+  const char* cls_token;
+  const char* mask;
+};
+constexpr ClassDefaults kClassDefaults[] = {
+    {"BertTokenizer", "[UNK]", nullptr, nullptr, "[SEP]", "[PAD]", "[CLS]", "[MASK]"},
+    {"DistilBertTokenizer", "[UNK]", nullptr, nullptr, "[SEP]", "[PAD]", "[CLS]", "[MASK]"},
+    {"GPT2Tokenizer", "<|endoftext|>", "<|endoftext|>", "<|endoftext|>", nullptr, nullptr, nullptr,
+     nullptr},
+    {"GPTNeoXTokenizer", "<|endoftext|>", "<|endoftext|>", "<|endoftext|>", nullptr, nullptr,
+     nullptr, nullptr},
+    {"LlamaTokenizer", "<unk>", "<s>", "</s>", nullptr, nullptr, nullptr, nullptr},
+    {"CodeLlamaTokenizer", "<unk>", "<s>", "</s>", nullptr, nullptr, nullptr, nullptr},
+    {"GemmaTokenizer", "<unk>", "<bos>", "<eos>", nullptr, "<pad>", nullptr, nullptr},
+    {"T5Tokenizer", "<unk>", nullptr, "</s>", nullptr, "<pad>", nullptr, nullptr},
+    {"Qwen2Tokenizer", "<|endoftext|>", nullptr, "<|endoftext|>", nullptr, "<|endoftext|>", nullptr,
+     nullptr},
+    {"RobertaTokenizer", "<unk>", "<s>", "</s>", "</s>", "<pad>", "<s>", "<mask>"},
+};
+
+Status ApplyClassDefaults(const json& j, const JsonWhere& w, TokenizerConfig* c) {
+  if (!c->tokenizer_class) return Status::Ok();
+  std::string cls = *c->tokenizer_class;
+  if (cls.ends_with("Fast")) cls.resize(cls.size() - 4);
+  for (const ClassDefaults& d : kClassDefaults) {
+    if (cls != d.cls) continue;
+    const std::pair<const char*, const char*> keys[] = {
+        {"unk_token", d.unk},  {"bos_token", d.bos}, {"eos_token", d.eos},
+        {"sep_token", d.sep},  {"pad_token", d.pad}, {"cls_token", d.cls_token},
+        {"mask_token", d.mask}};
+    for (const auto& [key, value] : keys) {
+      if (value == nullptr || j.contains(key)) continue;
+      GRIDFEED_ASSIGN_OR_RETURN(auto v, SpecialValue(json(value), w.Field(key), false));
+      if (v) c->specials[key] = std::move(*v);
+    }
+  }
+  return Status::Ok();
+}
+
 Result<std::optional<bool>> OptFlag(const json& j, const char* key, const JsonWhere& w) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::optional<bool>();
@@ -128,6 +175,7 @@ Result<TokenizerConfig> ReadTokenizerConfig(const std::string& folder) {
       c.tokenizer_class = it->get<std::string>();
     }
     GRIDFEED_RETURN_IF_ERROR(ApplySpecials(j, w, /*from_map=*/false, &c));
+    GRIDFEED_RETURN_IF_ERROR(ApplyClassDefaults(j, w, &c));
     GRIDFEED_ASSIGN_OR_RETURN(c.add_bos_token, OptFlag(j, "add_bos_token", w));
     GRIDFEED_ASSIGN_OR_RETURN(c.add_eos_token, OptFlag(j, "add_eos_token", w));
     GRIDFEED_ASSIGN_OR_RETURN(c.add_prefix_space, OptFlag(j, "add_prefix_space", w));
