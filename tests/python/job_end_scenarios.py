@@ -3,9 +3,9 @@
 Each rank writes its PID to PID_DIR/rank<N>.pid first (so the test can signal a rank, and
 clean up what it started). A scenario that ends well prints "SCENARIO OK" on world rank 0 and
 exits 0; the ones that must end the job abort it. Run from tests/golden/megatron (job.yaml's
-paths)."""
+paths). `signal` is imported only by the scenarios that use it: gridfeed's first import of it
+must be the process's first (first_calls_from_two_threads)."""
 import os
-import signal
 import sys
 import threading
 import time
@@ -154,6 +154,43 @@ def numpy_views_from_two_threads():
     ok()
 
 
+def first_calls_from_two_threads():
+    """The process's first next(), NumPy views (fields of every dtype the job has: int64,
+    float32, bool; positions, source ids, cu_seqlens) and offline results (samples, tables),
+    from two threads at once: nothing gridfeed initialises on a first call may wait for the GIL
+    while holding a C++ guard (it deadlocked in next()'s first look at Python's SIGINT
+    handler)."""
+    f = feeder(global_batch_size=2)
+    start = threading.Barrier(2)
+    seen, errors = [], []
+
+    def work():
+        start.wait()
+        try:
+            for _ in range(20):
+                mb = f.next()
+                seen.append(sorted((k, str(mb[k].dtype)) for k in mb))
+                seen.append([mb.sample_positions.dtype, mb.source_ids.dtype, mb.cu_seqlens.dtype])
+            got = gridfeed.samples([0, 1], config=JOB)
+            assert got["tokens"].shape == (2, 64), got["tokens"].shape
+            assert gridfeed.tables(config=JOB)["train"]["length"] == 400
+        except BaseException as e:  # noqa: BLE001 (reported below)
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert len(seen) == 80 and f.consumed_samples == 80, (len(seen), f.consumed_samples)
+    kinds = dict(seen[0])
+    assert {kinds["tokens"], kinds["loss_mask"], kinds["attention_mask"]} == {
+        "int64", "float32", "bool"}, kinds
+    f.close()
+    ok()
+
+
 def finalize_with_open_feeder():
     """MPI.Finalize() with an open Feeder whose prefetch thread is busy: no crash; the Feeder
     is given up and raises afterwards."""
@@ -186,6 +223,8 @@ def sigint_keeps_the_micro_batch():
     """TP 2: SIGINT reaches TP rank 1 while its next() waits for TP rank 0 (a second late):
     the micro-batch is not lost; KeyboardInterrupt comes from the next call, before it takes
     anything, so consumed_samples counts exactly what was handed over."""
+    import signal
+
     f = feeder(tensor_model_parallel_size=2, global_batch_size=2)
     if f.tp_rank == 0:
         time.sleep(1.0)
@@ -212,6 +251,8 @@ def sigint_with_own_handler():
     """TP 2: a trainer's own SIGINT handler (a graceful stop) is not overruled: SIGINT reaches
     TP rank 1 while its next() waits 5 s for TP rank 0 (longer than the grace period); the job
     is not aborted, the handler runs and the loop stops after that micro-batch."""
+    import signal
+
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     f = feeder(tensor_model_parallel_size=2, global_batch_size=2)

@@ -170,6 +170,11 @@ def test_first_numpy_views_from_two_threads(pid_dir, attempt):
 
 
 @pytest.mark.parametrize("attempt", range(3))
+def test_first_calls_from_two_threads(pid_dir, attempt):
+    assert_ok(scenario(1, "first_calls_from_two_threads", pid_dir, timeout=60))
+
+
+@pytest.mark.parametrize("attempt", range(3))
 def test_mpi_finalize_with_an_open_feeder(pid_dir, attempt):
     assert_ok(scenario(2, "finalize_with_open_feeder", pid_dir, timeout=60))
 

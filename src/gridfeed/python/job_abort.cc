@@ -181,16 +181,25 @@ void AbortJob(const std::string& message) {
 }
 
 bool SigintIsPythonsDefault() {
-  // Called on every next(): the lookups once (under the GIL), kept for the process's life
-  // (never destroyed, as Python may be finalised before static destructors run).
+  // Called on every next(): the lookups once, kept for the process's life (never destroyed, as
+  // Python may be finalised before static destructors run). No function-local static: its guard,
+  // held while the import inside may let another thread take the GIL, deadlocked the first
+  // next() of two threads (that thread waited for the guard holding the GIL). Under the GIL, a
+  // plain pointer; the module's import makes the first call.
   struct Lookups {
     pybind11::object getsignal, sigint, default_handler;
   };
-  static const Lookups* const l = [] {
+  static const Lookups* l = nullptr;  // constant-initialised: no guard
+  if (l == nullptr) {
     pybind11::module_ signal = pybind11::module_::import("signal");
-    return new Lookups{signal.attr("getsignal"), signal.attr("SIGINT"),
-                       signal.attr("default_int_handler")};
-  }();
+    auto* made = new Lookups{signal.attr("getsignal"), signal.attr("SIGINT"),
+                             signal.attr("default_int_handler")};
+    if (l == nullptr) {
+      l = made;  // a thread that made its own meanwhile keeps the first
+    } else {
+      delete made;
+    }
+  }
   return l->getsignal(l->sigint).is(l->default_handler);
 }
 

@@ -23,6 +23,8 @@ PYBIND11_MODULE(gridfeed, m) {
   // holding the GIL, the other for the GIL inside the import). Looked up here, once.
   pybind11::detail::npy_api::get();
   pybind11::dtype::of<int64_t>();
+  // So is what next() looks up on its first call (the signal module: job_abort.h).
+  gridfeed::python::SigintIsPythonsDefault();
   // An uncaught exception on one rank ends the job instead of hanging it (job_abort.h).
   gridfeed::python::InstallExceptHook(m);
   // So does a rank ending (sys.exit, SystemExit, its script's end) with a Feeder not closed.
