@@ -52,3 +52,16 @@ grep -qE "needs [0-9.]+ GB, more than the 0\.[0-9]+ GB this machine can give" "$
   || { cat "$WORK/log"; fail "no error naming the sizes"; }
 [ ! -e "$WORK/out" ] || fail "wrote $WORK/out"
 echo "ok   512 MB limit on the parent cgroup: $(tail -n 1 "$WORK/log")"
+
+# SFT samples of a huge --seq-length (issue 51: a bare std::bad_alloc): refused naming the flag.
+SFT=../megatron-sft
+sft=(samples --sft --data-path "$SFT/corpora/sft_a.jsonl" --tokenizer-model "$SFT/tokenizers/chat"
+     --split 100,0,0 --train-samples 4 --valid-samples 0 --test-samples 0
+     --seq-length 100000000 --positions 0 --out "$WORK/sft")
+rc=0
+sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$child" "$GRIDFEED" "${sft[@]}" \
+  > "$WORK/log" 2>&1 || rc=$?
+[ "$rc" = 1 ] || { cat "$WORK/log"; fail "samples --sft --seq-length 1e8 under 512 MB: exit $rc"; }
+grep -q -- "--seq-length 100000000 for 1 samples needs" "$WORK/log" \
+  || { cat "$WORK/log"; fail "no error naming --seq-length and the size"; }
+echo "ok   samples --sft --seq-length 1e8 under 512 MB: $(tail -n 1 "$WORK/log")"

@@ -8,8 +8,10 @@
 
 #include "gridfeed/order/sft/conversation.h"
 
+#include <new>
 #include <nlohmann/json.hpp>
 
+#include "gridfeed/core/memory_usage.h"
 #include "gridfeed/order/sft/chat_template.h"
 
 namespace gridfeed::order::sft {
@@ -194,7 +196,19 @@ std::string TokenName(const text::TextTokenizer& tokenizer, std::optional<int64_
 
 Result<Conversation> ParseRow(std::string_view line, const std::string& where) {
   using Json = nlohmann::ordered_json;
-  Json row = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+  // The parsed row takes a few times its text (object nodes, copies of the strings); a row
+  // too large for this machine is named rather than ending in a bare std::bad_alloc.
+  GRIDFEED_RETURN_IF_ERROR(
+      CheckMemoryFor(4.0 * static_cast<double>(line.size()),
+                     where + " (a row of " + std::to_string(line.size()) + " bytes)",
+                     "; split the conversation into smaller rows"));
+  Json row;
+  try {
+    row = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+  } catch (const std::bad_alloc&) {
+    return FailedPrecondition(where + ": out of memory parsing a row of " +
+                              std::to_string(line.size()) + " bytes");
+  }
   if (row.is_discarded()) return InvalidArgument(where + ": not valid JSON");
   if (!row.is_object()) return InvalidArgument(where + ": not a JSON object");
   auto it = row.find("messages");

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "gridfeed/core/memory_usage.h"
 #include "gridfeed/order/registry.h"
 #include "gridfeed/order/sft/sft_dataset.h"
 #include "gridfeed/order/sft/sft_pipeline.h"
@@ -59,6 +60,12 @@ Result<OfflineOutput> Samples(const config::JobOptions& o, const PositionRequest
   if (ds->length(split) == 0) return FailedPrecondition("split " + name + " is empty");
   GRIDFEED_ASSIGN_OR_RETURN(std::vector<int64_t> pos, request.Resolve(ds->length(split)));
   const int64_t L = ds->seq_length();
+  // The arrays below and each sample's own: tokens, labels and position ids (8 bytes each),
+  // loss mask and cu_seqlens (4 each), twice over (the sample, then its copy here).
+  GRIDFEED_RETURN_IF_ERROR(CheckMemoryFor(
+      2.0 * 32.0 * static_cast<double>(L + 1) * static_cast<double>(pos.size()),
+      "--seq-length " + std::to_string(L) + " for " + std::to_string(pos.size()) + " samples",
+      "; give a smaller --seq-length or fewer --positions"));
   std::vector<int64_t> tokens, labels, position_ids, row_index;
   std::vector<float> loss_mask;
   std::vector<int32_t> cu_seqlens, max_seqlen;
