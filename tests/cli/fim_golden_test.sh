@@ -79,6 +79,11 @@ if [ -f corpora/fim_u16.idx ] && [ -d tokenizers/u16_pairs ]; then
   expect_error "--tokenizer-model" "${base[@]}" --positions 0
   expect_error "--fim-rate" "${base[@]}" "${tok[@]}" --fim-rate 0 --positions 0
   expect_error "--fim-spm-rate" "${base[@]}" "${tok[@]}" --fim-spm-rate 0 --positions 0
+  # NaN is named as such (it was "got null").
+  expect_error "--fim-rate must be nonzero and a probability in (0, 1], got nan" "${base[@]}" \
+    "${tok[@]}" --fim-rate nan --positions 0
+  expect_error "--fim-fragment-rate must be a probability in [0, 1] (or -1: none), got -inf" \
+    "${base[@]}" "${tok[@]}" --fim-fragment-rate -inf --positions 0
   expect_error "--fim-fragment-rate" "${base[@]}" "${tok[@]}" --fim-split-sample "Ā" --positions 0
   expect_error "--fim-prefix-token" "${base[@]}" "${tok[@]}" --fim-prefix-token "<nope>" --positions 0
   expect_error "--fim-eod-token" "${base[@]}" "${tok[@]}" --fim-eod-token "<nope>" --positions 0
@@ -93,6 +98,6 @@ if [ -f corpora/fim_u16.idx ] && [ -d tokenizers/u16_pairs ]; then
   expect_error "--dataloader-type cyclic" "${run[@]}" --dataloader-type cyclic
   expect_error "bench: --fim-data" bench --fim-data --data-path corpora/fim_u16 --split 100,0,0 \
     --train-samples 8 --valid-samples 0 --test-samples 0 --seq-length 64 "${tok[@]}"
-  echo "fim errors: 12 wrong inputs refused with the flag named"
+  echo "fim errors: 14 wrong inputs refused with the flag named"
 fi
 echo "fim golden: $cases case splits equal"

@@ -344,6 +344,7 @@ TEST(Validate, NamesTheFlagOfEveryNonsenseNumber) {
   o = Valid();
   o.data.mid_level_dataset_surplus = std::nan("");
   ExpectRefused(o, "--mid-level-dataset-surplus");
+  EXPECT_NE(Validate(o).message().find("got nan"), std::string::npos) << Validate(o).message();
   o = Valid();
   o.data.train_samples = "9223372036854775807";  // x seq-length overflows int64
   ExpectRefused(o, "--train-samples");

@@ -15,6 +15,14 @@ namespace gridfeed::config {
 namespace {
 
 // A bound as people write it: 2^40, 2^62 - 1, else the number.
+// A flag's floating-point value as the user wrote it: JSON would print NaN and infinities as
+// "null".
+std::string NumberText(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return nlohmann::json(v).dump();
+}
+
 std::string BoundText(int64_t v) {
   for (int k = 10; k < 63; ++k) {
     const int64_t p = int64_t{1} << k;
@@ -223,19 +231,18 @@ Status ValidateFim(const JobOptions& o) {
   for (const auto& [flag, v] : rates) {
     if (!(v > 0 && v <= 1)) {
       return InvalidArgument(std::string(flag) +
-                             " must be nonzero and a probability in (0, 1], got " +
-                             nlohmann::json(v).dump());
+                             " must be nonzero and a probability in (0, 1], got " + NumberText(v));
     }
   }
   if (!d.fim_split_sample.empty() && !(d.fim_fragment_rate >= 0 && d.fim_fragment_rate <= 1)) {
     return InvalidArgument(
         "--fim-split-sample needs --fim-fragment-rate, a probability in [0, 1], got " +
-        nlohmann::json(d.fim_fragment_rate).dump());
+        NumberText(d.fim_fragment_rate));
   }
   if (d.fim_fragment_rate != -1 && !(d.fim_fragment_rate >= 0 && d.fim_fragment_rate <= 1)) {
     return InvalidArgument(
         "--fim-fragment-rate must be a probability in [0, 1] (or -1: none), got " +
-        nlohmann::json(d.fim_fragment_rate).dump());
+        NumberText(d.fim_fragment_rate));
   }
   return Status::Ok();
 }
@@ -279,7 +286,7 @@ Status Validate(const JobOptions& o) {
   GRIDFEED_RETURN_IF_ERROR(Range("pad-id", d.pad_id, -1, int64_t{1} << 40, ">= -1"));
   if (!std::isfinite(d.mid_level_dataset_surplus) || d.mid_level_dataset_surplus < 0) {
     return InvalidArgument("--mid-level-dataset-surplus must be finite and >= 0, got " +
-                           nlohmann::json(d.mid_level_dataset_surplus).dump());
+                           NumberText(d.mid_level_dataset_surplus));
   }
   const auto& g = o.grid;
   constexpr int64_t kMaxRanks = int64_t{1} << 24;
