@@ -192,6 +192,24 @@ TEST(Canonical, NothingIsSilentlyDefaulted) {
   EXPECT_EQ(FromCanonical("not json").status().code(), StatusCode::kDataLoss);
 }
 
+// An option the canonical text leaves out where it has its default (FIM's --num-workers 2) is
+// named with that value when a checkpoint and a run differ in it, not "absent" (issue 51 item
+// 10: a checkpoint written with an explicit --num-workers 2 was "absent in the checkpoint").
+TEST(Canonical, AChangeOfAnOmittedDefaultNamesTheDefault) {
+  DataOptions two;
+  two.seq_length = 64;
+  two.fim_data = true;
+  two.num_workers = 2;  // the default: not written
+  DataOptions three = two;
+  three.num_workers = 3;
+  const std::string a = CanonicalText(two, ""), b = CanonicalText(three, "");
+  ASSERT_EQ(a.find("num-workers"), std::string::npos) << a;
+  EXPECT_EQ(DescribeChange(a, b),
+            "num-workers: 2 in the checkpoint (the default, which the checkpoint does not "
+            "write), 3 now");
+  EXPECT_EQ(DescribeChange(b, a), "num-workers: 3 in the checkpoint, 2 now (the default)");
+}
+
 TEST(Yaml, ErrorsNameTheKey) {
   JobOptions o;
   Status st = ApplyYaml(WriteYaml("seq-length: [1, 2]\n"), Groups::All(), &o);

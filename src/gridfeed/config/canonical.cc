@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace gridfeed::config {
 namespace {
@@ -125,12 +126,35 @@ std::string DescribeChange(const std::string& before, const std::string& after) 
   if (a.is_discarded() || b.is_discarded() || !a.is_object() || !b.is_object()) {
     return "the configuration text differs";
   }
+  // A key one side lacks is an option the text leaves out at its default: name that value.
+  auto default_of = [](const std::string& key) -> std::optional<json> {
+    for (const auto& row : OptionTable()) {
+      if (row.key() != key) continue;
+      if (row.canonical != Canonical::kUnlessDefault && row.canonical != Canonical::kFimOnly) {
+        return std::nullopt;
+      }
+      return CanonicalValue(row, JobOptions());
+    }
+    return std::nullopt;
+  };
   for (const auto& [key, value] : a.items()) {
-    if (!b.contains(key)) return key + ": present in the checkpoint, absent now";
+    if (!b.contains(key)) {
+      const auto d = default_of(key);
+      return key + ": " + value.dump() + " in the checkpoint, " +
+             (d ? d->dump() + " now (the default)" : std::string("absent now"));
+    }
     if (b[key] != value) return key + ": " + value.dump() + " -> " + b[key].dump();
   }
   for (const auto& [key, value] : b.items()) {
-    if (!a.contains(key)) return key + ": absent in the checkpoint, " + value.dump() + " now";
+    if (!a.contains(key)) {
+      const auto d = default_of(key);
+      return key + ": " +
+             (d ? d->dump() +
+                      " in the checkpoint (the default, which the checkpoint does not "
+                      "write), "
+                : std::string("absent in the checkpoint, ")) +
+             value.dump() + " now";
+    }
   }
   return "the configuration text differs";
 }
