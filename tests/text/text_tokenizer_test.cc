@@ -630,6 +630,25 @@ TEST(TextTokenizer, LoadingByPath) {
   auto junk = LoadTextTokenizer(dir + "/junk.model");
   ASSERT_FALSE(junk.ok());
   EXPECT_NE(junk.status().message().find("SentencePiece"), std::string::npos);
+  // An empty (or blank) gf_tokenizer.json is said to be one, not a SentencePiece model that
+  // failed to load (issue 51 item 10); so is an empty file of any name.
+  const std::string empty_dir = dir + "/empty";
+  std::filesystem::create_directories(empty_dir);
+  for (const std::string& text : {std::string(), std::string(" \n")}) {
+    ASSERT_TRUE(WriteStringToFile(empty_dir + "/gf_tokenizer.json", text).ok());
+    auto empty = LoadTextTokenizer(empty_dir);
+    ASSERT_FALSE(empty.ok());
+    EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(empty.status().message().find("SentencePiece"), std::string::npos)
+        << empty.status().message();
+    EXPECT_NE(empty.status().message().find(empty_dir + "/gf_tokenizer.json"), std::string::npos)
+        << empty.status().message();
+  }
+  ASSERT_TRUE(WriteStringToFile(dir + "/empty.model", "").ok());
+  auto empty_model = LoadTextTokenizer(dir + "/empty.model");
+  ASSERT_FALSE(empty_model.ok());
+  EXPECT_NE(empty_model.status().message().find("is empty"), std::string::npos)
+      << empty_model.status().message();
   // --special-tokens must name tokens the file has.
   TextTokenizerOptions o;
   o.special_tokens = {"<fim_prefix>"};

@@ -543,7 +543,10 @@ Result<std::unique_ptr<TextTokenizer>> ParseGfTokenizerJson(std::string_view tex
                                                             const std::string& path,
                                                             const TextTokenizerOptions& options) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return InvalidArgument(path + ": not valid JSON");
+  if (j.is_discarded()) {
+    const bool blank = text.find_first_not_of(" \t\r\n") == std::string_view::npos;
+    return InvalidArgument(path + (blank ? ": holds no JSON (blank)" : ": not valid JSON"));
+  }
   if (!j.is_object()) return InvalidArgument(path + ": not a JSON object");
   auto kind = j.find("kind");
   if (kind == j.end() || !kind->is_string()) {
@@ -611,7 +614,15 @@ Result<std::unique_ptr<TextTokenizer>> LoadTextTokenizer(const std::string& path
   const size_t got = static_cast<size_t>(n);
   const std::string_view h(head, got);
   const size_t first = h.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos || h[first] != '{') {
+  // A file named *.json (gf_tokenizer.json) is JSON whatever it holds: its errors say so.
+  const bool json_name = file.size() >= 5 && file.compare(file.size() - 5, 5, ".json") == 0;
+  if (size == 0) {
+    return InvalidArgument("tokenizer '" + file + "' is empty" +
+                           (json_name
+                                ? ": a gf_tokenizer.json holds a JSON object"
+                                : " (neither a gf_tokenizer.json nor a SentencePiece model)"));
+  }
+  if (!json_name && (first == std::string_view::npos || h[first] != '{')) {
     return LoadSentencePieceTokenizer(file, options);
   }
   if (size > kMaxJsonBytes) {
