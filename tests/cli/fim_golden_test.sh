@@ -89,6 +89,20 @@ if [ -f corpora/fim_u16.idx ] && [ -d tokenizers/u16_pairs ]; then
   expect_error "--fim-eod-token" "${base[@]}" "${tok[@]}" --fim-eod-token "<nope>" --positions 0
   expect_error "--sft" "${base[@]}" "${tok[@]}" --sft --positions 0
   expect_error "beyond the split" "${base[@]}" "${tok[@]}" --positions 100000
+  # A token id the tokenizer lacks names the store, the sample and the window's tokens it was
+  # decoding (it named neither store nor sample).
+  mkdir -p "$WORK/big"
+  cp corpora/fim_u16.idx "$WORK/big/x.idx"
+  /usr/bin/python3 -c "import sys; n = len(open(sys.argv[1], 'rb').read()); \
+open(sys.argv[2], 'wb').write(b'\xff\xfe' * (n // 2))" corpora/fim_u16.bin "$WORK/big/x.bin"
+  big=(--fim-data --data-path "$WORK/big/x" --split 100,0,0 --train-samples 8 --valid-samples 0
+       --test-samples 0 --seq-length 64 --fim-rate 1 "${tok[@]}")
+  want="of the store '$WORK/big/x'): decoding the window's tokens [0, 65): token id 65279 at"
+  expect_error "FIM sample at train position 3 (sample " samples "${big[@]}" --positions 3 \
+    --out "$WORK/e"
+  grep -qF -- "$want" "$WORK/err" || { cat "$WORK/err"; echo "FAIL: samples: no '$want'"; exit 1; }
+  expect_error "FIM sample at train position 0 (sample " run "${big[@]}" --train-iters 1
+  grep -qF -- "$want" "$WORK/err" || { cat "$WORK/err"; echo "FAIL: run: no '$want'"; exit 1; }
   # What run does not feed yet is refused rather than fed as other data.
   run=(run --fim-data --data-path corpora/fim_u16 --split 100,0,0 --train-samples 8
        --valid-samples 0 --test-samples 0 --seq-length 64 "${tok[@]}" --train-iters 1)
@@ -98,6 +112,6 @@ if [ -f corpora/fim_u16.idx ] && [ -d tokenizers/u16_pairs ]; then
   expect_error "--dataloader-type cyclic" "${run[@]}" --dataloader-type cyclic
   expect_error "bench: --fim-data" bench --fim-data --data-path corpora/fim_u16 --split 100,0,0 \
     --train-samples 8 --valid-samples 0 --test-samples 0 --seq-length 64 "${tok[@]}"
-  echo "fim errors: 14 wrong inputs refused with the flag named"
+  echo "fim errors: 16 wrong inputs refused with the flag named"
 fi
 echo "fim golden: $cases case splits equal"

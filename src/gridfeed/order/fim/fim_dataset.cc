@@ -90,6 +90,14 @@ Status FimSample(const FimSetup& setup, std::span<const int64_t> window, FimRand
   return Status::Ok();
 }
 
+Status FimSampleError(const Status& st, Split split, int64_t position, const std::string& store,
+                      int64_t sample) {
+  return Status(st.code(), std::string("FIM sample at ") + kSplitNames[static_cast<int>(split)] +
+                               " position " + std::to_string(position) + " (sample " +
+                               std::to_string(sample) + " of the store '" + store +
+                               "'): " + st.message());
+}
+
 Result<std::unique_ptr<FimDataset>> FimDataset::Open(const config::JobOptions& o) {
   std::unique_ptr<FimDataset> ds(new FimDataset());
   GRIDFEED_ASSIGN_OR_RETURN(ds->setup_, OpenFimSetup(o));
@@ -126,6 +134,7 @@ Status FimDataset::Read(Split split, int64_t p, Sample* out, FimSource* source,
   stream->set_trace(trace);
   Status st = FimSample(setup_, source->window, stream.get(), out);
   stream->set_trace(nullptr);
+  if (!st.ok()) return FimSampleError(st, split, p, store.prefix(), sample);
   return st;
 }
 

@@ -16,12 +16,12 @@
 
 #include "gridfeed/config/options.h"
 #include "gridfeed/core/status.h"
-#include "gridfeed/text/text_tokenizer.h"
 #include "gridfeed/order/dataset_builder.h"
 #include "gridfeed/order/fim/fim_transform.h"
 #include "gridfeed/order/sample.h"
 #include "gridfeed/order/split.h"
 #include "gridfeed/order/table_view.h"
+#include "gridfeed/text/text_tokenizer.h"
 
 namespace gridfeed::order::fim {
 
@@ -52,6 +52,11 @@ Result<FimSetup> OpenFimSetup(const config::JobOptions& o);
 // --create-attention-mask), cu_seqlens/max_seqlen (with --dataloader-inter-document-masking).
 Status FimSample(const FimSetup& setup, std::span<const int64_t> window, FimRandom* rng,
                  Sample* out);
+
+// `st`, an error of FimSample, with the sample it was making: "FIM sample at <split> position
+// P (sample S of the store 'PREFIX'): ...".
+Status FimSampleError(const Status& st, Split split, int64_t position, const std::string& store,
+                      int64_t sample);
 
 class FimDataset {
  public:

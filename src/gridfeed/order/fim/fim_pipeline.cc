@@ -53,8 +53,12 @@ class FimView final : public OrderView {
     if (!st.ok()) {
       // Only the tokenizer fails (text it cannot decode or encode): the feeder turns this into
       // the reader's read error.
-      throw std::runtime_error("FIM sample at position " + std::to_string(position) + ": " +
-                               st.message());
+      const std::vector<SourceInfo> sources = inner_->Sources(split);
+      const std::string store = static_cast<size_t>(r.dataset) < sources.size()
+                                    ? sources[static_cast<size_t>(r.dataset)].name
+                                    : "source " + std::to_string(r.dataset);
+      throw std::runtime_error(
+          FimSampleError(st, split, position, store, r.dataset_sample).message());
     }
     if (hash_tokens) r.token_xxh3 = TokenDigest(out->tokens);
     return r;

@@ -1,6 +1,7 @@
 #include "gridfeed/order/fim/fim_transform.h"
 
 #include <algorithm>
+#include <string>
 
 namespace gridfeed::order::fim {
 namespace {
@@ -13,6 +14,15 @@ struct Fim {
   const text::TextTokenizer& tok;
   const FimConfig& c;
   FimRandom* rng;
+  const int64_t* window;  // where the sample's window starts, to say which tokens failed
+
+  // A tokenizer's error, with the window's tokens it was working on.
+  Status Within(std::span<const int64_t> seq, const char* doing, const Status& st) const {
+    const int64_t from = seq.data() - window;
+    return Status(st.code(), std::string(doing) + " the window's tokens [" + std::to_string(from) +
+                                 ", " + std::to_string(from + static_cast<int64_t>(seq.size())) +
+                                 "): " + st.message());
+  }
 
   // PERMUTE(seq, rate): PSM or SPM around the decoded text's two random cuts.
   Status Permute(std::span<const int64_t> seq, double rate, Ids* out) {
@@ -20,12 +30,16 @@ struct Fim {
       Append(out, seq);
       return Status::Ok();
     }
-    GRIDFEED_ASSIGN_OR_RETURN(const std::string text, tok.Decode(seq));
+    Result<std::string> decoded = tok.Decode(seq);
+    if (!decoded.ok()) return Within(seq, "decoding", decoded.status());
+    const std::string& text = *decoded;
     if (c.no_prefix && text.starts_with(*c.no_prefix)) {
       Append(out, seq);
       return Status::Ok();
     }
-    GRIDFEED_ASSIGN_OR_RETURN(const std::vector<char32_t> cps, text::DecodeUtf8(text));
+    Result<std::vector<char32_t>> code_points = text::DecodeUtf8(text);
+    if (!code_points.ok()) return Within(seq, "reading the text of", code_points.status());
+    const std::vector<char32_t>& cps = *code_points;
     const auto n = static_cast<int64_t>(cps.size());
     auto cuts = rng->RandInt2(n + 1);
     std::sort(cuts.begin(), cuts.end());
@@ -34,24 +48,25 @@ struct Fim {
     text::AppendUtf8(all.subspan(0, cuts[0]), &prefix);
     text::AppendUtf8(all.subspan(cuts[0], cuts[1] - cuts[0]), &middle);
     text::AppendUtf8(all.subspan(cuts[1]), &suffix);
-    GRIDFEED_ASSIGN_OR_RETURN(const Ids p, tok.Encode(prefix));
-    GRIDFEED_ASSIGN_OR_RETURN(const Ids m, tok.Encode(middle));
-    GRIDFEED_ASSIGN_OR_RETURN(const Ids s, tok.Encode(suffix));
+    Result<Ids> p = tok.Encode(prefix), m = tok.Encode(middle), s = tok.Encode(suffix);
+    for (const Result<Ids>* r : {&p, &m, &s}) {
+      if (!r->ok()) return Within(seq, "re-encoding the text of", r->status());
+    }
     const FimIds& id = c.ids;
     if (rng->Binomial1(c.spm_rate) == 1) {  // SPM
       out->push_back(id.prefix);
       out->push_back(id.suffix);
-      Append(out, s);
+      Append(out, *s);
       out->push_back(id.middle);
-      Append(out, p);
-      Append(out, m);
+      Append(out, *p);
+      Append(out, *m);
     } else {  // PSM
       out->push_back(id.prefix);
-      Append(out, p);
+      Append(out, *p);
       out->push_back(id.suffix);
-      Append(out, s);
+      Append(out, *s);
       out->push_back(id.middle);
-      Append(out, m);
+      Append(out, *m);
     }
     return Status::Ok();
   }
@@ -84,7 +99,7 @@ struct Fim {
 Result<std::vector<int64_t>> FimTransform(const text::TextTokenizer& tokenizer,
                                           const FimConfig& config, std::span<const int64_t> window,
                                           int64_t out_length, FimRandom* rng) {
-  Fim fim{tokenizer, config, rng};
+  Fim fim{tokenizer, config, rng, window.data()};
   Ids out;
   const int64_t eod = config.ids.eod;
   if (std::find(window.begin(), window.end(), eod) == window.end()) {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "gridfeed/core/status.h"
-#include "gridfeed/text/text_tokenizer.h"
 #include "gridfeed/order/fim/fim_random.h"
+#include "gridfeed/text/text_tokenizer.h"
 
 namespace gridfeed::order::fim {
 
@@ -31,7 +31,7 @@ struct FimConfig {
 };
 
 // The FIM form of `window`, cut or padded (FIM pad) to `out_length` tokens. Errors only from the
-// tokenizer (text it cannot decode or encode).
+// tokenizer (text it cannot decode or encode), naming the window's tokens it worked on.
 Result<std::vector<int64_t>> FimTransform(const text::TextTokenizer& tokenizer,
                                           const FimConfig& config, std::span<const int64_t> window,
                                           int64_t out_length, FimRandom* rng);
