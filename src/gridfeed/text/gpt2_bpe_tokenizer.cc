@@ -2,17 +2,17 @@
 // pre-tokenizer, BPE model and ByteLevel decoder, assembled from vocab.json and merges.txt the
 // way transformers' GPT2TokenizerFast holds them (the `gpt2` tokenizer.json), with
 // "<|endoftext|>" as its one added special token.
-#include <unicode/utf8.h>
-
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "gridfeed/io/file_util.h"
+#include "gridfeed/text/bounded_file.h"
 #include "gridfeed/text/hf/added_vocabulary.h"
 #include "gridfeed/text/hf/bpe_model.h"
 #include "gridfeed/text/hf/components.h"
+#include "gridfeed/text/hf/hf_tokenizer.h"
 #include "gridfeed/text/hf/pre_tokenizers.h"
+#include "gridfeed/text/hf/utf8.h"
 #include "gridfeed/text/tokenizer_spec.h"
 
 namespace gridfeed::text {
@@ -29,33 +29,11 @@ Result<std::string> ReadBounded(const std::string& path, const char* flag) {
   if (!std::filesystem::exists(path, ec)) {
     return NotFound(std::string(flag) + " '" + path + "': no such file");
   }
-  const uint64_t size = std::filesystem::file_size(path, ec);
-  if (ec) return NotFound(std::string(flag) + " '" + path + "': " + ec.message());
-  if (size > kMaxFileBytes) {
-    return InvalidArgument(std::string(flag) + " '" + path + "': " + std::to_string(size) +
-                           " bytes, more than gridfeed reads (" + std::to_string(kMaxFileBytes) +
-                           ")");
-  }
-  return io::ReadFileToString(path);
-}
-
-Status CheckUtf8(std::string_view text) {
-  const auto* s = reinterpret_cast<const uint8_t*>(text.data());
-  if (text.size() > static_cast<size_t>(INT32_MAX)) {
-    return InvalidArgument("text of " + std::to_string(text.size()) + " bytes is too long");
-  }
-  const int32_t n = static_cast<int32_t>(text.size());
-  for (int32_t i = 0; i < n;) {
-    if (s[i] < 0x80) {
-      ++i;
-      continue;
-    }
-    const int32_t at = i;
-    UChar32 c;
-    U8_NEXT(s, i, n, c);
-    if (c < 0) return InvalidArgument("text is not valid UTF-8 at byte " + std::to_string(at));
-  }
-  return Status::Ok();
+  const std::string name = std::string(flag) + " '" + path + "': ";
+  return ReadFileBounded(path, kMaxFileBytes, name, [&](uint64_t size) {
+    return name + std::to_string(size) + " bytes, more than gridfeed reads (" +
+           std::to_string(kMaxFileBytes) + ")";
+  });
 }
 
 // vocab.json: {"token": id, ...}.
@@ -112,21 +90,10 @@ class Gpt2BpeTokenizer final : public TextTokenizer {
   std::string_view kind() const override { return "gpt2-bpe"; }
 
   Result<std::vector<int64_t>> Encode(std::string_view text) const override {
-    GRIDFEED_RETURN_IF_ERROR(CheckUtf8(text));
-    std::vector<hf::AddedSplit> splits;
-    GRIDFEED_RETURN_IF_ERROR(added_.ExtractAndNormalize(text, nullptr, &splits));
+    GRIDFEED_RETURN_IF_ERROR(hf::CheckUtf8(text));
     std::vector<int32_t> ids;
-    std::vector<hf::Piece> pieces;
-    for (hf::AddedSplit& s : splits) {
-      if (s.id) {
-        ids.push_back(*s.id);
-        continue;
-      }
-      pieces.clear();
-      pieces.push_back(hf::Piece{std::move(s.text), s.at_origin});
-      GRIDFEED_RETURN_IF_ERROR(pre_tokenizer_->PreTokenize(&pieces));
-      for (const hf::Piece& p : pieces) GRIDFEED_RETURN_IF_ERROR(model_->Tokenize(p.text, &ids));
-    }
+    GRIDFEED_RETURN_IF_ERROR(hf::EncodeWithPipeline(text, added_, /*normalizer=*/nullptr,
+                                                    pre_tokenizer_.get(), *model_, &ids));
     // The ByteLevel post-processor adds no token.
     return std::vector<int64_t>(ids.begin(), ids.end());
   }
@@ -134,26 +101,9 @@ class Gpt2BpeTokenizer final : public TextTokenizer {
   // Megatron's ids_to_text(remove_special_tokens=True) on the Hugging Face tokenizer: token
   // strings, all_special_tokens dropped, the ByteLevel decoder (invalid UTF-8 -> U+FFFD).
   Result<std::string> Decode(std::span<const int64_t> ids) const override {
-    std::vector<std::string> tokens;
-    tokens.reserve(ids.size());
-    for (size_t i = 0; i < ids.size(); ++i) {
-      const int64_t id = ids[i];
-      std::optional<std::string_view> t;
-      if (id >= 0 && id <= INT32_MAX) {
-        t = added_.IdToToken(static_cast<int32_t>(id));
-        if (!t) t = model_->IdToToken(static_cast<int32_t>(id));
-      }
-      if (!t) {
-        return InvalidArgument("token id " + std::to_string(id) + " at position " +
-                               std::to_string(i) + " is not a token of " + path_);
-      }
-      if (special_strings_.contains(*t)) continue;
-      tokens.emplace_back(*t);
-    }
-    GRIDFEED_ASSIGN_OR_RETURN(auto parts, decoder_->DecodeChain(std::move(tokens)));
-    std::string out;
-    for (const auto& p : parts) out += p;
-    return out;
+    GRIDFEED_ASSIGN_OR_RETURN(std::vector<std::string> tokens,
+                              hf::IdsToTokens(ids, added_, *model_, &special_strings_, path_));
+    return hf::DecodeTokens(decoder_.get(), std::move(tokens));
   }
 
   std::optional<int64_t> TokenId(std::string_view token) const override {

@@ -12,6 +12,7 @@
 
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/text/hf/hf_tokenizer.h"
+#include "gridfeed/text/hf/utf8.h"
 
 namespace gridfeed::text {
 namespace {
@@ -520,23 +521,7 @@ Result<std::vector<char32_t>> DecodeUtf8(std::string_view text) {
 }
 
 void AppendUtf8(std::span<const char32_t> code_points, std::string* out) {
-  for (char32_t c : code_points) {
-    if (c < 0x80) {
-      out->push_back(static_cast<char>(c));
-    } else if (c < 0x800) {
-      out->push_back(static_cast<char>(0xC0 | (c >> 6)));
-      out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    } else if (c < 0x10000) {
-      out->push_back(static_cast<char>(0xE0 | (c >> 12)));
-      out->push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    } else {
-      out->push_back(static_cast<char>(0xF0 | (c >> 18)));
-      out->push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    }
-  }
+  for (char32_t c : code_points) hf::AppendUtf8(c, out);
 }
 
 Result<std::unique_ptr<TextTokenizer>> ParseGfTokenizerJson(std::string_view text,

@@ -1,7 +1,5 @@
 // Megatron's TikTokenizer (megatron/core/tokenizers/text/libraries/tiktoken_tokenizer.py at
 // d98e8a6) over tiktoken's CoreBPE: the contract is in tokenizer_spec.h.
-#include <unicode/utf8.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <limits>
@@ -9,7 +7,8 @@
 #include <set>
 #include <unordered_set>
 
-#include "gridfeed/io/file_util.h"
+#include "gridfeed/text/base64.h"
+#include "gridfeed/text/bounded_file.h"
 #include "gridfeed/text/hf/bpe_model.h"
 #include "gridfeed/text/hf/regex.h"
 #include "gridfeed/text/hf/utf8.h"
@@ -32,60 +31,6 @@ constexpr uint64_t kMaxVocabFileBytes = 512ull << 20;
 constexpr int64_t kMaxVocabSize = int64_t{1} << 30;
 constexpr uint32_t kNoRank = std::numeric_limits<uint32_t>::max();
 
-// Standard base64 with padding (what Python's b64encode writes); anything else is refused.
-std::optional<std::string> DecodeBase64(std::string_view s) {
-  auto val = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  if (s.size() % 4 != 0) return std::nullopt;
-  std::string out;
-  out.reserve(s.size() / 4 * 3);
-  for (size_t i = 0; i < s.size(); i += 4) {
-    int v[4];
-    int pad = 0;
-    for (int k = 0; k < 4; ++k) {
-      const char c = s[i + k];
-      if (c == '=' && i + 4 == s.size() && k >= 2) {
-        v[k] = 0;
-        ++pad;
-        continue;
-      }
-      if (pad > 0) return std::nullopt;  // '=' only at the end
-      v[k] = val(c);
-      if (v[k] < 0) return std::nullopt;
-    }
-    const uint32_t n = (v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3];
-    out.push_back(static_cast<char>((n >> 16) & 0xFF));
-    if (pad < 2) out.push_back(static_cast<char>((n >> 8) & 0xFF));
-    if (pad < 1) out.push_back(static_cast<char>(n & 0xFF));
-  }
-  return out;
-}
-
-Status CheckUtf8(std::string_view text) {
-  const auto* s = reinterpret_cast<const uint8_t*>(text.data());
-  if (text.size() > static_cast<size_t>(INT32_MAX)) {
-    return InvalidArgument("text of " + std::to_string(text.size()) + " bytes is too long");
-  }
-  const int32_t n = static_cast<int32_t>(text.size());
-  for (int32_t i = 0; i < n;) {
-    if (s[i] < 0x80) {
-      ++i;
-      continue;
-    }
-    const int32_t at = i;
-    UChar32 c;
-    U8_NEXT(s, i, n, c);
-    if (c < 0) return InvalidArgument("text is not valid UTF-8 at byte " + std::to_string(at));
-  }
-  return Status::Ok();
-}
-
 class TiktokenTokenizer final : public TextTokenizer {
  public:
   explicit TiktokenTokenizer(hf::Regex pattern) : pattern_(std::move(pattern)) {}
@@ -96,7 +41,7 @@ class TiktokenTokenizer final : public TextTokenizer {
   // matches is split by the pattern, each piece one token if it is a vocabulary entry, else
   // merged by byte_pair_merge.
   Result<std::vector<int64_t>> Encode(std::string_view text) const override {
-    GRIDFEED_RETURN_IF_ERROR(CheckUtf8(text));
+    GRIDFEED_RETURN_IF_ERROR(hf::CheckUtf8(text));
     std::vector<int64_t> ids;
     std::vector<hf::Span> matches;
     size_t start = 0;
@@ -282,14 +227,12 @@ Status TiktokenTokenizer::Load(const std::string& path, int64_t num_special,
     return InvalidArgument("--tokenizer-model '" + path +
                            "': TikTokenizer reads a .json vocabulary (Megatron asserts the name)");
   }
-  const uint64_t size = std::filesystem::file_size(path, ec);
-  if (ec) return NotFound("--tokenizer-model '" + path + "': " + ec.message());
-  if (size > kMaxVocabFileBytes) {
-    return InvalidArgument("--tokenizer-model '" + path + "': " + std::to_string(size) +
-                           " bytes, more than gridfeed reads (" +
-                           std::to_string(kMaxVocabFileBytes) + ")");
-  }
-  GRIDFEED_ASSIGN_OR_RETURN(std::string text, io::ReadFileToString(path));
+  const std::string name = "--tokenizer-model '" + path + "': ";
+  GRIDFEED_ASSIGN_OR_RETURN(
+      std::string text, ReadFileBounded(path, kMaxVocabFileBytes, name, [&](uint64_t size) {
+        return name + std::to_string(size) + " bytes, more than gridfeed reads (" +
+               std::to_string(kMaxVocabFileBytes) + ")";
+      }));
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_array()) {
     return InvalidArgument(path + ": not a JSON list of {rank, token_bytes, token_str}");
@@ -322,7 +265,9 @@ Status TiktokenTokenizer::Load(const std::string& path, int64_t num_special,
     if (!e["token_bytes"].is_string()) {
       return InvalidArgument(where + ".token_bytes is not a string");
     }
-    auto bytes = DecodeBase64(e["token_bytes"].get_ref<const std::string&>());
+    // Python's b64decode, as Megatron reads them: the last group's leftover bits are ignored.
+    auto bytes = DecodeBase64(e["token_bytes"].get_ref<const std::string&>(),
+                              /*reject_nonzero_trailing_bits=*/false);
     if (!bytes) return InvalidArgument(where + ".token_bytes is not base64");
     if (bytes->empty()) return InvalidArgument(where + ".token_bytes is empty");
     if (i < 256 && !(bytes->size() == 1 && static_cast<unsigned char>((*bytes)[0]) == i)) {

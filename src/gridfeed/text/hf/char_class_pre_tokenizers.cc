@@ -49,7 +49,7 @@ class WhitespacePreTokenizer final : public PreTokenizer {
       size_t i = 0;
       while (i < s.size()) {
         size_t len;
-        const char32_t c = DecodeUtf8(s, i, &len);
+        const char32_t c = Utf8Decode(s, i, &len);
         const bool word = IsRegexWord(c);
         if (!word && IsWhitespace(c)) {
           i += len;
@@ -58,7 +58,7 @@ class WhitespacePreTokenizer final : public PreTokenizer {
         size_t j = i + len;
         while (j < s.size()) {
           size_t l;
-          const char32_t d = DecodeUtf8(s, j, &l);
+          const char32_t d = Utf8Decode(s, j, &l);
           if (word ? !IsRegexWord(d) : (IsRegexWord(d) || IsWhitespace(d))) break;
           j += l;
         }
@@ -109,7 +109,7 @@ Result<std::unique_ptr<PreTokenizer>> MakeCharClassPreTokenizer(const std::strin
   if (type == "CharDelimiterSplit") {
     GRIDFEED_ASSIGN_OR_RETURN(std::string d, RequiredChar(j, "delimiter", where));
     size_t len;
-    const char32_t delimiter = DecodeUtf8(d, 0, &len);
+    const char32_t delimiter = Utf8Decode(d, 0, &len);
     return MakeCharSplit([delimiter](char32_t c) { return c == delimiter; },
                          SplitBehavior::kRemoved);
   }

@@ -1,17 +1,16 @@
 #include "gridfeed/text/hf/hf_tokenizer.h"
 
-#include <unicode/utf8.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "gridfeed/io/file_util.h"
+#include "gridfeed/text/bounded_file.h"
 #include "gridfeed/text/hf/added_vocabulary.h"
 #include "gridfeed/text/hf/components.h"
 #include "gridfeed/text/hf/post_processor.h"
 #include "gridfeed/text/hf/tokenizer_config.h"
+#include "gridfeed/text/hf/utf8.h"
 
 namespace gridfeed::text::hf {
 namespace {
@@ -20,27 +19,6 @@ using nlohmann::json;
 
 // Real tokenizer.json files are at most tens of megabytes; refuse before reading anything huge.
 constexpr uint64_t kMaxTokenizerJsonBytes = 1ull << 30;
-
-Status CheckUtf8(std::string_view text) {
-  const auto* s = reinterpret_cast<const uint8_t*>(text.data());
-  const int32_t n = static_cast<int32_t>(text.size());
-  if (text.size() > static_cast<size_t>(INT32_MAX)) {
-    return InvalidArgument("text of " + std::to_string(text.size()) + " bytes is too long");
-  }
-  for (int32_t i = 0; i < n;) {
-    if (s[i] < 0x80) {
-      ++i;
-      continue;
-    }
-    const int32_t at = i;
-    UChar32 c;
-    U8_NEXT(s, i, n, c);
-    if (c < 0) {
-      return InvalidArgument("text is not valid UTF-8 at byte " + std::to_string(at));
-    }
-  }
-  return Status::Ok();
-}
 
 // Classes whose fast tokenizer rebuilds the post-processor from add_bos_token/add_eos_token, and
 // their defaults.
@@ -84,55 +62,17 @@ class HuggingFaceTokenizer final : public TextTokenizer {
 
   Status EncodeIds(std::string_view text, bool add_special_tokens,
                    std::vector<int32_t>* ids) const {
-    std::vector<AddedSplit> splits;
-    GRIDFEED_RETURN_IF_ERROR(added_.ExtractAndNormalize(text, normalizer_.get(), &splits));
-    std::vector<Piece> pieces;
-    for (AddedSplit& s : splits) {
-      if (s.id) {
-        ids->push_back(*s.id);
-        continue;
-      }
-      if (!pre_tokenizer_) {
-        GRIDFEED_RETURN_IF_ERROR(model_->Tokenize(s.text, ids));
-        continue;
-      }
-      pieces.clear();
-      pieces.push_back(Piece{std::move(s.text), s.at_origin});
-      GRIDFEED_RETURN_IF_ERROR(pre_tokenizer_->PreTokenize(&pieces));
-      for (const Piece& p : pieces) GRIDFEED_RETURN_IF_ERROR(model_->Tokenize(p.text, ids));
-    }
+    GRIDFEED_RETURN_IF_ERROR(
+        EncodeWithPipeline(text, added_, normalizer_.get(), pre_tokenizer_.get(), *model_, ids));
     if (add_special_tokens && post_processor_) post_processor_->Process(ids);
     return Status::Ok();
   }
 
   Result<std::string> DecodeIds(std::span<const int64_t> ids, bool remove_special) const {
-    std::vector<std::string> tokens;
-    tokens.reserve(ids.size());
-    for (size_t i = 0; i < ids.size(); ++i) {
-      const int64_t id = ids[i];
-      std::optional<std::string_view> t;
-      if (id >= 0 && id <= INT32_MAX) {
-        t = added_.IdToToken(static_cast<int32_t>(id));
-        if (!t) t = model_->IdToToken(static_cast<int32_t>(id));
-      }
-      if (!t) {
-        return InvalidArgument("token id " + std::to_string(id) + " at position " +
-                               std::to_string(i) + " is not a token of " + path_);
-      }
-      if (remove_special && special_strings_.contains(*t)) continue;
-      tokens.emplace_back(*t);
-    }
-    std::string out;
-    if (!decoder_) {
-      for (size_t i = 0; i < tokens.size(); ++i) {
-        if (i) out += ' ';
-        out += tokens[i];
-      }
-      return out;
-    }
-    GRIDFEED_ASSIGN_OR_RETURN(auto parts, decoder_->DecodeChain(std::move(tokens)));
-    for (const auto& p : parts) out += p;
-    return out;
+    GRIDFEED_ASSIGN_OR_RETURN(
+        std::vector<std::string> tokens,
+        IdsToTokens(ids, added_, *model_, remove_special ? &special_strings_ : nullptr, path_));
+    return DecodeTokens(decoder_.get(), std::move(tokens));
   }
 
   Status Load(const std::string& folder, const std::string& file,
@@ -155,14 +95,14 @@ class HuggingFaceTokenizer final : public TextTokenizer {
 };
 
 Status HuggingFaceTokenizer::LoadPipeline(const std::string& file, const TokenizerConfig& cfg) {
-  std::error_code ec;
-  const uint64_t size = std::filesystem::file_size(file, ec);
-  if (ec) return NotFound("cannot read tokenizer '" + file + "': " + ec.message());
-  if (size > kMaxTokenizerJsonBytes) {
-    return InvalidArgument(file + ": " + std::to_string(size) + " bytes, more than the " +
-                           std::to_string(kMaxTokenizerJsonBytes) + " a tokenizer.json may have");
-  }
-  GRIDFEED_ASSIGN_OR_RETURN(std::string text, io::ReadFileToString(file));
+  GRIDFEED_ASSIGN_OR_RETURN(
+      std::string text,
+      ReadFileBounded(file, kMaxTokenizerJsonBytes,
+                      "cannot read tokenizer '" + file + "': ", [&](uint64_t size) {
+                        return file + ": " + std::to_string(size) + " bytes, more than the " +
+                               std::to_string(kMaxTokenizerJsonBytes) +
+                               " a tokenizer.json may have";
+                      }));
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   text.clear();
   text.shrink_to_fit();
@@ -407,6 +347,66 @@ Result<std::unique_ptr<TextTokenizer>> LoadHuggingFaceTokenizer(
   auto t = std::make_unique<HuggingFaceTokenizer>();
   GRIDFEED_RETURN_IF_ERROR(t->Load(folder, file, options));
   return std::unique_ptr<TextTokenizer>(std::move(t));
+}
+
+Status EncodeWithPipeline(std::string_view text, const AddedVocabulary& added,
+                          const Normalizer* normalizer, const PreTokenizer* pre_tokenizer,
+                          const Model& model, std::vector<int32_t>* ids) {
+  std::vector<AddedSplit> splits;
+  GRIDFEED_RETURN_IF_ERROR(added.ExtractAndNormalize(text, normalizer, &splits));
+  std::vector<Piece> pieces;
+  for (AddedSplit& s : splits) {
+    if (s.id) {
+      ids->push_back(*s.id);
+      continue;
+    }
+    if (!pre_tokenizer) {
+      GRIDFEED_RETURN_IF_ERROR(model.Tokenize(s.text, ids));
+      continue;
+    }
+    pieces.clear();
+    pieces.push_back(Piece{std::move(s.text), s.at_origin});
+    GRIDFEED_RETURN_IF_ERROR(pre_tokenizer->PreTokenize(&pieces));
+    for (const Piece& p : pieces) GRIDFEED_RETURN_IF_ERROR(model.Tokenize(p.text, ids));
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<std::string>> IdsToTokens(std::span<const int64_t> ids,
+                                             const AddedVocabulary& added, const Model& model,
+                                             const std::set<std::string, std::less<>>* drop,
+                                             const std::string& path) {
+  std::vector<std::string> tokens;
+  tokens.reserve(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int64_t id = ids[i];
+    std::optional<std::string_view> t;
+    if (id >= 0 && id <= INT32_MAX) {
+      t = added.IdToToken(static_cast<int32_t>(id));
+      if (!t) t = model.IdToToken(static_cast<int32_t>(id));
+    }
+    if (!t) {
+      return InvalidArgument("token id " + std::to_string(id) + " at position " +
+                             std::to_string(i) + " is not a token of " + path);
+    }
+    if (drop && drop->contains(*t)) continue;
+    tokens.emplace_back(*t);
+  }
+  return tokens;
+}
+
+Result<std::string> DecodeTokens(const Decoder* decoder, std::vector<std::string> tokens) {
+  std::string out;
+  if (!decoder) {
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      if (i) out += ' ';
+      out += tokens[i];
+    }
+    return out;
+  }
+  GRIDFEED_ASSIGN_OR_RETURN(auto parts, decoder->DecodeChain(std::move(tokens)));
+  for (const auto& p : parts) out += p;
+  return out;
 }
 
 Result<std::string> DecodeKeepingSpecials(const TextTokenizer& tokenizer,

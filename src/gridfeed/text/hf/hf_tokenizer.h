@@ -21,9 +21,14 @@
 //     from_utf8_lossy).
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "gridfeed/text/text_tokenizer.h"
 
@@ -37,5 +42,31 @@ Result<std::unique_ptr<TextTokenizer>> LoadHuggingFaceTokenizer(
 // LoadHuggingFaceTokenizer (InvalidArgument for any other kind).
 Result<std::string> DecodeKeepingSpecials(const TextTokenizer& tokenizer,
                                           std::span<const int64_t> ids);
+
+// The pipeline's steps, shared by the Hugging Face tokenizer and the GPT-2 BPE tokenizer (which
+// assembles the same components from vocab.json and merges.txt).
+class AddedVocabulary;
+class Normalizer;
+class PreTokenizer;
+class Model;
+class Decoder;
+
+// Appends the ids of `text` (valid UTF-8): added tokens are split off (normalized ones on the
+// `normalizer`'s output; it may be null), each remaining split is pre-tokenized (when
+// `pre_tokenizer` is not null) and its pieces tokenized by `model`. No post-processor.
+Status EncodeWithPipeline(std::string_view text, const AddedVocabulary& added,
+                          const Normalizer* normalizer, const PreTokenizer* pre_tokenizer,
+                          const Model& model, std::vector<int32_t>* ids);
+
+// The token strings of `ids` (the added vocabulary's first, then the model's), leaving out those
+// in `drop` when it is not null. InvalidArgument naming an id that is neither, its position and
+// `path`.
+Result<std::vector<std::string>> IdsToTokens(std::span<const int64_t> ids,
+                                             const AddedVocabulary& added, const Model& model,
+                                             const std::set<std::string, std::less<>>* drop,
+                                             const std::string& path);
+
+// The decoder's chain over `tokens`, joined; without a decoder (null), " ".join(tokens).
+Result<std::string> DecodeTokens(const Decoder* decoder, std::vector<std::string> tokens);
 
 }  // namespace gridfeed::text::hf

@@ -8,6 +8,8 @@
 #include <memory>
 #include <mutex>
 
+#include "gridfeed/text/hf/utf8.h"
+
 namespace gridfeed::text::hf {
 namespace {
 
@@ -101,26 +103,7 @@ class Text {
   Text(std::string_view s, const ClassTable& t) : s_(s), t_(t) {}
   size_t size() const { return s_.size(); }
   // The code point at byte i (< size()), its length in *len.
-  char32_t At(size_t i, size_t* len) const {
-    const auto b0 = static_cast<unsigned char>(s_[i]);
-    const auto cont = [&](size_t k) {
-      return static_cast<char32_t>(static_cast<unsigned char>(s_[i + k]) & 0x3F);
-    };
-    if (b0 < 0x80) {
-      *len = 1;
-      return b0;
-    }
-    if (b0 < 0xE0) {
-      *len = 2;
-      return (static_cast<char32_t>(b0 & 0x1F) << 6) | cont(1);
-    }
-    if (b0 < 0xF0) {
-      *len = 3;
-      return (static_cast<char32_t>(b0 & 0x0F) << 12) | (cont(1) << 6) | cont(2);
-    }
-    *len = 4;
-    return (static_cast<char32_t>(b0 & 0x07) << 18) | (cont(1) << 12) | (cont(2) << 6) | cont(3);
-  }
+  char32_t At(size_t i, size_t* len) const { return Utf8Decode(s_, i, len); }
   uint8_t Class(char32_t c) const { return t_.At(c); }
   // Class bits at byte i, and its length; 0 past the end (no class: every test fails there).
   uint8_t ClassAt(size_t i, size_t* len) const {

@@ -17,7 +17,7 @@ class MetaspacePreTokenizer final : public PreTokenizer {
   MetaspacePreTokenizer(std::string replacement, PrependScheme scheme, bool split)
       : rep_(std::move(replacement)), scheme_(scheme), split_(split) {
     size_t len;
-    rep_cp_ = DecodeUtf8(rep_, 0, &len);
+    rep_cp_ = Utf8Decode(rep_, 0, &len);
   }
 
   Status PreTokenize(std::vector<Piece>* pieces) const override {

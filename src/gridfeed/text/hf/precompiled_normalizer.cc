@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "gridfeed/text/base64.h"
 #include "gridfeed/text/hf/component_json.h"
 #include "gridfeed/text/hf/models.h"
 #include "gridfeed/text/hf/utf8.h"
@@ -29,39 +30,6 @@ namespace {
 
 // precompiled_charsmap of real models is 200-300 KiB; far larger ones are refused.
 constexpr size_t kMaxCharsmapBytes = size_t{64} << 20;
-
-// Strict standard base64 (padding required, no whitespace, zero trailing bits), as the base64
-// crate's BASE64_STANDARD decodes.
-bool DecodeBase64(std::string_view in, std::string* out) {
-  if (in.size() % 4 != 0) return false;
-  const auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  out->clear();
-  out->reserve(in.size() / 4 * 3);
-  for (size_t i = 0; i < in.size(); i += 4) {
-    const bool last = i + 4 == in.size();
-    size_t pad = 0;
-    if (last) pad = (in[i + 3] == '=') + (in[i + 2] == '=' && in[i + 3] == '=');
-    uint32_t bits = 0;
-    for (size_t k = 0; k < 4; ++k) {
-      int v = k >= 4 - pad ? 0 : value(in[i + k]);
-      if (v < 0) return false;
-      bits = (bits << 6) | static_cast<uint32_t>(v);
-    }
-    if (pad == 1 && (bits & 0xFF) != 0) return false;
-    if (pad == 2 && (bits & 0xFFFF) != 0) return false;
-    out->push_back(static_cast<char>(bits >> 16));
-    if (pad < 2) out->push_back(static_cast<char>((bits >> 8) & 0xFF));
-    if (pad < 1) out->push_back(static_cast<char>(bits & 0xFF));
-  }
-  return true;
-}
 
 class PrecompiledNormalizer final : public Normalizer {
  public:
@@ -166,8 +134,11 @@ Result<std::unique_ptr<Normalizer>> MakePrecompiledNormalizer(const nlohmann::js
     return InvalidArgument(fw.str() + ": larger than gridfeed reads (" +
                            std::to_string(kMaxCharsmapBytes) + " bytes)");
   }
-  std::string blob;
-  if (!DecodeBase64(b64, &blob)) return InvalidArgument(fw.str() + ": not standard base64");
+  // Strict, as the base64 crate's BASE64_STANDARD decodes: nonzero trailing bits are refused.
+  const std::optional<std::string> decoded =
+      DecodeBase64(b64, /*reject_nonzero_trailing_bits=*/true);
+  if (!decoded) return InvalidArgument(fw.str() + ": not standard base64");
+  const std::string& blob = *decoded;
   if (blob.size() < 4) return InvalidArgument(fw.str() + ": shorter than its trie size field");
   const uint32_t trie_bytes = ReadLe32(blob, 0);
   const size_t units = trie_bytes / 4;  // the crate reads whole units, ignoring a remainder

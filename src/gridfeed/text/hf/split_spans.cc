@@ -22,27 +22,6 @@ void InvertSpans(std::vector<Span>* spans) {
   for (Span& s : *spans) s.is_match = !s.is_match;
 }
 
-char32_t DecodeUtf8(std::string_view text, size_t i, size_t* len) {
-  const auto b0 = static_cast<unsigned char>(text[i]);
-  auto cont = [&](size_t k) {
-    return static_cast<char32_t>(static_cast<unsigned char>(text[i + k]) & 0x3F);
-  };
-  if (b0 < 0x80) {
-    *len = 1;
-    return b0;
-  }
-  if (b0 < 0xE0) {
-    *len = 2;
-    return (static_cast<char32_t>(b0 & 0x1F) << 6) | cont(1);
-  }
-  if (b0 < 0xF0) {
-    *len = 3;
-    return (static_cast<char32_t>(b0 & 0x0F) << 12) | (cont(1) << 6) | cont(2);
-  }
-  *len = 4;
-  return (static_cast<char32_t>(b0 & 0x07) << 18) | (cont(1) << 12) | (cont(2) << 6) | cont(3);
-}
-
 void SplitBySpans(const Piece& piece, const std::vector<Span>& spans, SplitBehavior behavior,
                   std::vector<Piece>* out) {
   // (begin, end, removed) after the behavior, as the library folds them.

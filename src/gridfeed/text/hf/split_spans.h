@@ -10,6 +10,7 @@
 #include "gridfeed/core/status.h"
 #include "gridfeed/text/hf/components.h"
 #include "gridfeed/text/hf/regex.h"
+#include "gridfeed/text/hf/utf8.h"
 
 namespace gridfeed::text::hf {
 
@@ -37,9 +38,6 @@ void FindCharMatches(std::string_view text, Pred pred, std::vector<Span>* out);
 void SplitBySpans(const Piece& piece, const std::vector<Span>& spans, SplitBehavior behavior,
                   std::vector<Piece>* out);
 
-// Decodes the UTF-8 character at text[i] (valid UTF-8), setting *len to its byte length.
-char32_t DecodeUtf8(std::string_view text, size_t i, size_t* len);
-
 template <typename Pred>
 void FindCharMatches(std::string_view text, Pred pred, std::vector<Span>* out) {
   out->clear();
@@ -50,7 +48,7 @@ void FindCharMatches(std::string_view text, Pred pred, std::vector<Span>* out) {
   size_t last = 0;
   for (size_t i = 0; i < text.size();) {
     size_t len;
-    const char32_t c = DecodeUtf8(text, i, &len);
+    const char32_t c = Utf8Decode(text, i, &len);
     if (pred(c)) {
       if (last < i) out->push_back({last, i, false});
       out->push_back({i, i + len, true});

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gridfeed/io/file_util.h"
+#include "gridfeed/text/bounded_file.h"
 #include "gridfeed/text/hf/components.h"
 
 namespace gridfeed::text::hf {
@@ -18,13 +19,12 @@ constexpr uint64_t kMaxConfigBytes = 64ull << 20;
 Result<std::optional<json>> ReadJsonIfPresent(const std::string& file) {
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) return std::optional<json>();
-  const uint64_t size = std::filesystem::file_size(file, ec);
-  if (ec) return NotFound("cannot read '" + file + "': " + ec.message());
-  if (size > kMaxConfigBytes) {
-    return InvalidArgument(file + ": " + std::to_string(size) + " bytes, more than " +
-                           std::to_string(kMaxConfigBytes) + " (not a tokenizer config)");
-  }
-  GRIDFEED_ASSIGN_OR_RETURN(std::string text, io::ReadFileToString(file));
+  GRIDFEED_ASSIGN_OR_RETURN(
+      std::string text,
+      ReadFileBounded(file, kMaxConfigBytes, "cannot read '" + file + "': ", [&](uint64_t size) {
+        return file + ": " + std::to_string(size) + " bytes, more than " +
+               std::to_string(kMaxConfigBytes) + " (not a tokenizer config)";
+      }));
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgument(file + ": not valid JSON");
   if (!j.is_object()) return InvalidArgument(file + ": not a JSON object");

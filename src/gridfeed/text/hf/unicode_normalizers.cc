@@ -13,6 +13,7 @@
 #include "gridfeed/text/hf/normalizers.h"
 #include "gridfeed/text/hf/split_spans.h"
 #include "gridfeed/text/hf/unicode_props.h"
+#include "gridfeed/text/hf/utf8.h"
 
 namespace gridfeed::text::hf {
 namespace {
@@ -76,7 +77,7 @@ void MapChars(std::string* text, Fn fn) {
   out.reserve(text->size());
   for (size_t i = 0; i < text->size();) {
     size_t len;
-    const char32_t c = DecodeUtf8(*text, i, &len);
+    const char32_t c = Utf8Decode(*text, i, &len);
     fn(c, &out);
     i += len;
   }
@@ -109,7 +110,7 @@ class StripNormalizer final : public Normalizer {
     if (left_) {
       while (begin < end) {
         size_t len;
-        if (!IsWhitespace(DecodeUtf8(*text, begin, &len))) break;
+        if (!IsWhitespace(Utf8Decode(*text, begin, &len))) break;
         begin += len;
       }
     }
@@ -119,7 +120,7 @@ class StripNormalizer final : public Normalizer {
         while (start > begin && (static_cast<unsigned char>((*text)[start]) & 0xC0) == 0x80)
           --start;
         size_t len;
-        if (!IsWhitespace(DecodeUtf8(*text, start, &len))) break;
+        if (!IsWhitespace(Utf8Decode(*text, start, &len))) break;
         end = start;
       }
     }
@@ -136,7 +137,7 @@ class StripAccentsNormalizer final : public Normalizer {
   Status Normalize(std::string* text) const override {
     if (IsAscii(*text)) return Status::Ok();
     MapChars(text, [](char32_t c, std::string* out) {
-      if (!IsCombiningMark(c)) AppendCodepoint(c, out);
+      if (!IsCombiningMark(c)) AppendUtf8(c, out);
     });
     return Status::Ok();
   }
@@ -154,7 +155,7 @@ class NmtNormalizer final : public Normalizer {
       const bool space = c == 0x09 || c == 0x0A || c == 0x0C || c == 0x0D || c == 0x1680 ||
                          (c >= 0x200B && c <= 0x200F) || c == 0x2028 || c == 0x2029 ||
                          c == 0x2581 || c == 0xFEFF || c == 0xFFFD;
-      AppendCodepoint(space ? U' ' : c, out);
+      AppendUtf8(space ? U' ' : c, out);
     });
     return Status::Ok();
   }
@@ -192,24 +193,24 @@ class BertNormalizer final : public Normalizer {
       MapChars(text, [](char32_t c, std::string* out) {
         const bool tnr = c == '\t' || c == '\n' || c == '\r';
         if (c == 0 || c == 0xFFFD || (!tnr && IsOther(c))) return;
-        AppendCodepoint(tnr || IsWhitespace(c) ? U' ' : c, out);
+        AppendUtf8(tnr || IsWhitespace(c) ? U' ' : c, out);
       });
     }
     if (chinese_) {
       MapChars(text, [](char32_t c, std::string* out) {
         if (IsChineseChar(c)) {
           out->push_back(' ');
-          AppendCodepoint(c, out);
+          AppendUtf8(c, out);
           out->push_back(' ');
         } else {
-          AppendCodepoint(c, out);
+          AppendUtf8(c, out);
         }
       });
     }
     if (strip_accents_) {
       GRIDFEED_RETURN_IF_ERROR(hf::Normalize(Form::kNfd, text));
       MapChars(text, [](char32_t c, std::string* out) {
-        if (!IsMarkNonspacing(c)) AppendCodepoint(c, out);
+        if (!IsMarkNonspacing(c)) AppendUtf8(c, out);
       });
     }
     if (lowercase_) Lowercase(text);

@@ -2,6 +2,8 @@
 
 #include <unicode/uchar.h>
 
+#include "gridfeed/text/hf/utf8.h"
+
 namespace gridfeed::text::hf {
 namespace {
 
@@ -67,24 +69,6 @@ bool IsOther(char32_t c) {
          (t == U_FORMAT_CHAR && AssignedBy(c, 8));
 }
 
-void AppendCodepoint(char32_t c, std::string* out) {
-  if (c < 0x80) {
-    out->push_back(static_cast<char>(c));
-  } else if (c < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (c >> 6)));
-    out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else if (c < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (c >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (c >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  }
-}
-
 void AppendLowercase(char32_t c, std::string* out) {
   if (c < 0x80) {
     out->push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c));
@@ -94,7 +78,7 @@ void AppendLowercase(char32_t c, std::string* out) {
     out->append("i\xCC\x87");
     return;
   }
-  AppendCodepoint(static_cast<char32_t>(u_tolower(static_cast<UChar32>(c))), out);
+  AppendUtf8(static_cast<char32_t>(u_tolower(static_cast<UChar32>(c))), out);
 }
 
 }  // namespace gridfeed::text::hf

@@ -35,7 +35,4 @@ bool AssignedBy(char32_t c, int major);
 // appended as UTF-8.
 void AppendLowercase(char32_t c, std::string* out);
 
-// Appends the UTF-8 encoding of `c`.
-void AppendCodepoint(char32_t c, std::string* out);
-
 }  // namespace gridfeed::text::hf

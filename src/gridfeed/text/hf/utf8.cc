@@ -1,5 +1,9 @@
 #include "gridfeed/text/hf/utf8.h"
 
+#include <unicode/utf8.h>
+
+#include <cstdint>
+
 namespace gridfeed::text::hf {
 namespace {
 
@@ -46,40 +50,6 @@ size_t ValidCharAt(std::string_view bytes, size_t i, size_t* bad) {
 
 }  // namespace
 
-size_t Utf8CharLen(std::string_view s, size_t i) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  size_t n = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-  return i + n <= s.size() ? n : 1;
-}
-
-char32_t Utf8Decode(std::string_view s, size_t i, size_t* len) {
-  const size_t n = Utf8CharLen(s, i);
-  *len = n;
-  const auto c = static_cast<unsigned char>(s[i]);
-  if (n == 1) return c;
-  char32_t cp = c & (0x7F >> n);
-  for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-  return cp;
-}
-
-void AppendUtf8(char32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 size_t Utf8Length(std::string_view s) {
   size_t n = 0;
   for (size_t i = 0; i < s.size(); i += Utf8CharLen(s, i)) ++n;
@@ -113,6 +83,25 @@ std::string Utf8Lossy(std::string_view bytes) {
     }
   }
   return out;
+}
+
+Status CheckUtf8(std::string_view text) {
+  const auto* s = reinterpret_cast<const uint8_t*>(text.data());
+  if (text.size() > static_cast<size_t>(INT32_MAX)) {
+    return InvalidArgument("text of " + std::to_string(text.size()) + " bytes is too long");
+  }
+  const int32_t n = static_cast<int32_t>(text.size());
+  for (int32_t i = 0; i < n;) {
+    if (s[i] < 0x80) {
+      ++i;
+      continue;
+    }
+    const int32_t at = i;
+    UChar32 c;
+    U8_NEXT(s, i, n, c);
+    if (c < 0) return InvalidArgument("text is not valid UTF-8 at byte " + std::to_string(at));
+  }
+  return Status::Ok();
 }
 
 std::string ReplaceAll(std::string_view s, std::string_view from, std::string_view to) {
