@@ -69,8 +69,10 @@ int main(int argc, char** argv) {
       if (!sub->parsed()) continue;
       gridfeed::Status st = run();
       if (!st.ok()) {
-        std::fprintf(stderr, "gridfeed %s: error: %s\n", sub->get_name().c_str(),
-                     st.ToString().c_str());
+        // A NUL inside the message (quoted from user data) would cut it short: shown as \0.
+        std::string text = st.ToString();
+        for (size_t at; (at = text.find('\0')) != std::string::npos;) text.replace(at, 1, "\\0");
+        std::fprintf(stderr, "gridfeed %s: error: %s\n", sub->get_name().c_str(), text.c_str());
         return 1;
       }
       return 0;

@@ -104,5 +104,11 @@ expect_error "--reset-position-ids" samples "${base[@]}" --data-path corpora/sft
   --tokenizer-model tokenizers/chat --reset-position-ids --positions 0 --out "$WORK/e"
 expect_error "--sft has no assembly floor" bench "${base[@]}" --data-path corpora/sft_a.jsonl \
   --tokenizer-model tokenizers/chat
-echo "sft errors: 8 wrong inputs refused with the flag or file named"
+# A role holding a NUL byte is named whole (the message was cut at the NUL).
+printf '%s\n' '{"messages":[{"role":"system","content":"s"},{"role":"us\u0000er","content":"hi"}]}' \
+  > "$WORK/nul_role.jsonl"
+expect_error 'role "us\u0000er" is not system' samples "${base[@]}" \
+  --sft-tokenizer-prompt-format nemotron-h-aligned --data-path "$WORK/nul_role.jsonl" \
+  --tokenizer-model tokenizers/chat --positions 0 --out "$WORK/e"
+echo "sft errors: 9 wrong inputs refused with the flag or file named"
 echo "sft golden: $cases case splits equal"

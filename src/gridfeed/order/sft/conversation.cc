@@ -100,8 +100,9 @@ class BuiltinFormatter final : public ChatFormatter {
       } else if (role == "assistant") {
         for (size_t t = idx; t < std::min(total, idx + prefix); ++t) (*targets)[t] = kIgnoreIndex;
       } else {
-        return InvalidArgument(at + ": role '" + conversation[k].role +
-                               "' is not system, user, assistant or tool (Megatron raises "
+        // As a JSON string: a role holding a NUL or control characters is shown whole.
+        return InvalidArgument(at + ": role " + nlohmann::json(conversation[k].role).dump() +
+                               " is not system, user, assistant or tool (Megatron raises "
                                "ValueError)");
       }
       // Megatron asserts the message's own tokens are the slice of the whole; any overrun also
