@@ -1,6 +1,7 @@
 #include "gridfeed/text/prep.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -141,13 +142,18 @@ Result<PrepStats> RunPrep(const PrepOptions& opt) {
   const Stopwatch start;
   Stopwatch since_report;
 
-  std::vector<std::string> lines;
-  std::vector<Encoded> encoded;
+  // Three batches in flight: while the workers encode one, this thread writes the one before
+  // (in input order) and reads the one after, so reading and writing overlap the encoding.
+  struct Batch {
+    std::vector<std::string> lines;
+    std::vector<Encoded> encoded;
+  };
+  Batch prev, cur, next;
   bool eof = false;
-  while (!eof) {
-    lines.clear();
+  const auto read_batch = [&](Batch* b) {
+    b->lines.clear();
     std::string line;
-    while (lines.size() < kBatchLines) {
+    while (b->lines.size() < kBatchLines) {
       if (!reader.Next(&line)) {
         eof = true;
         break;
@@ -156,44 +162,28 @@ Result<PrepStats> RunPrep(const PrepOptions& opt) {
       // already taken the "\r\n" and '\n' ends. (Inside a JSON string a raw '\r' is invalid.)
       size_t from = 0;
       for (size_t cr; (cr = line.find('\r', from)) != std::string::npos; from = cr + 1) {
-        lines.push_back(line.substr(from, cr - from));
+        b->lines.push_back(line.substr(from, cr - from));
       }
-      lines.push_back(from == 0 ? std::move(line) : line.substr(from));
+      b->lines.push_back(from == 0 ? std::move(line) : line.substr(from));
     }
-    GRIDFEED_RETURN_IF_ERROR(reader.status());
-    encoded.assign(lines.size(), Encoded{});
-    {
-      std::vector<std::jthread> threads;
-      try {
-        for (int w = 0; w < workers; ++w) {
-          threads.emplace_back([&, w] {
-            for (size_t i = w; i < lines.size(); i += workers) {
-              encoded[i] = EncodeLine(lines[i], opt, *tok, eod);
-            }
-          });
-        }
-      } catch (const std::system_error& e) {  // the lines of workers not started are not encoded
-        return IoError("--workers " + std::to_string(workers) + ": could start only " +
-                       std::to_string(threads.size()) + " worker threads (" + e.what() +
-                       "); give fewer workers");
-      }
-    }
-    for (size_t i = 0; i < lines.size(); ++i) {
+  };
+  const auto write_batch = [&](Batch& b) -> Status {
+    for (size_t i = 0; i < b.lines.size(); ++i) {
       ++stats.lines;
       // Blank lines are not documents (a trailing newline is common).
-      if (lines[i].find_first_not_of(" \t") == std::string::npos) continue;
-      if (!encoded[i].status.ok()) {
+      if (b.lines[i].find_first_not_of(" \t") == std::string::npos) continue;
+      if (!b.encoded[i].status.ok()) {
         const std::string where = "'" + opt.input + "' line " + std::to_string(stats.lines);
         if (!opt.skip_bad_lines) {
-          return encoded[i].status.WithContext(where +
-                                               " (use --skip-bad-lines to skip such lines)");
+          return b.encoded[i].status.WithContext(where +
+                                                 " (use --skip-bad-lines to skip such lines)");
         }
         if (stats.skipped_lines == 0)
-          stats.first_skipped = where + ": " + encoded[i].status.message();
+          stats.first_skipped = where + ": " + b.encoded[i].status.message();
         ++stats.skipped_lines;
         continue;
       }
-      for (const auto& seq : encoded[i].sequences) {
+      for (const auto& seq : b.encoded[i].sequences) {
         Status st = builder.AddItem(seq);
         if (!st.ok())
           return st.WithContext("'" + opt.input + "' line " + std::to_string(stats.lines));
@@ -203,17 +193,48 @@ Result<PrepStats> RunPrep(const PrepOptions& opt) {
       builder.EndDocument();
       ++stats.documents;
     }
-    if (opt.progress) {
-      if (since_report.Seconds() > 0.5 || eof) {
-        since_report.Lap();
-        const double s = start.Seconds();
-        std::fprintf(stderr, "\rprep: %lld documents, %.0f documents/s, %.3g tokens/s   ",
-                     static_cast<long long>(stats.documents), stats.documents / s,
-                     stats.tokens / s);
-        std::fflush(stderr);
-      }
+    b.lines.clear();
+    b.encoded.clear();
+    if (opt.progress && (since_report.Seconds() > 0.5 || eof)) {
+      since_report.Lap();
+      const double s = start.Seconds();
+      std::fprintf(stderr, "\rprep: %lld documents, %.0f documents/s, %.3g tokens/s   ",
+                   static_cast<long long>(stats.documents), stats.documents / s, stats.tokens / s);
+      std::fflush(stderr);
     }
+    return Status::Ok();
+  };
+
+  read_batch(&cur);
+  GRIDFEED_RETURN_IF_ERROR(reader.status());
+  while (!cur.lines.empty()) {
+    cur.encoded.assign(cur.lines.size(), Encoded{});
+    Status side = Status::Ok();  // this thread's own work while the workers encode
+    {
+      std::atomic<size_t> taken{0};  // lines handed out one at a time: documents vary in length
+      std::vector<std::jthread> threads;
+      try {
+        for (int w = 0; w < workers; ++w) {
+          threads.emplace_back([&] {
+            for (size_t i; (i = taken.fetch_add(1)) < cur.lines.size();) {
+              cur.encoded[i] = EncodeLine(cur.lines[i], opt, *tok, eod);
+            }
+          });
+        }
+      } catch (const std::system_error& e) {
+        side = IoError("--workers " + std::to_string(workers) + ": could start only " +
+                       std::to_string(threads.size()) + " worker threads (" + e.what() +
+                       "); give fewer workers");
+      }
+      if (side.ok()) side = write_batch(prev);
+      if (side.ok() && !eof) read_batch(&next);
+    }  // the workers are joined here, on every path
+    GRIDFEED_RETURN_IF_ERROR(side);
+    GRIDFEED_RETURN_IF_ERROR(reader.status());
+    std::swap(prev, cur);
+    std::swap(cur, next);
   }
+  GRIDFEED_RETURN_IF_ERROR(write_batch(prev));
   if (opt.progress) std::fprintf(stderr, "\n");
   GRIDFEED_RETURN_IF_ERROR(builder.Finalize());
   stats.seconds = start.Seconds();
