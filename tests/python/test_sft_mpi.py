@@ -43,7 +43,7 @@ def test_a_bad_row_raises_on_the_reading_rank_and_ends_the_job(work_dir):
     # the reader's error through the TP broadcast; DP rank 0 (ranks 0, 1) is ended by the abort.
     rc, out, seconds = result = scenario(4, "bad_row", work_dir, timeout=120)
     named = f'reader world rank 2 (dp 1/2 tp 0/2 pp 0/1 cp 0/1): {bad} row 3, message 1: ' \
-            'no string "content"'
+            '"content" is absent or not a string'
     assert_aborted(result, "gridfeed: error (rank 2 of 4): uncaught InvalidArgument",
                    f"rank 2 (reader True, dp 1) raised InvalidArgument: {named}",
                    f"gridfeed.InvalidArgument: {named}", within=90)
