@@ -42,7 +42,7 @@ TEST(HfPreTokenizer, MatchesTheLibraryOnEveryCase) {
   for (const json& c : cases) {
     const std::string name = c["component"].dump();
     auto made = MakePreTokenizer(c["component"], JsonWhere{"/x/tokenizer.json", "pre_tokenizer"});
-    // Read by the library, refused by gridfeed by name (not implemented).
+    // Read by the library, refused by gridfeed by name (unsupported).
     const std::string type = c["component"].value("type", "");
     if (type == "UnicodeScripts" || type == "FixedLength") {
       ASSERT_FALSE(made.ok()) << name;

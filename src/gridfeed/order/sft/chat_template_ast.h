@@ -324,7 +324,7 @@ struct Limits {
   int64_t max_bytes = int64_t{256} << 20;
 };
 
-// Known filters and tests (those Jinja has that are not implemented are refused by name).
+// Known filters and tests (Jinja's others are refused by name).
 bool IsFilter(std::string_view name);
 bool IsTest(std::string_view name);
 

@@ -231,7 +231,8 @@ Status HuggingFaceTokenizer::Load(const std::string& folder, const std::string& 
     if (cls != r.cls) continue;
     if (cfg.add_prefix_space && cls != "GPTNeoXTokenizer") {
       return InvalidArgument(cfg_where.file + ": add_prefix_space makes transformers convert " +
-                             cls + " from its slow (SentencePiece) tokenizer; not implemented");
+                             cls +
+                             " from its slow (SentencePiece) tokenizer, which gridfeed refuses");
     }
     const bool add_bos = cfg.add_bos_token.value_or(r.add_bos);
     const bool add_eos = cfg.add_eos_token.value_or(r.add_eos);

@@ -31,7 +31,7 @@ Result<std::unique_ptr<Model>> MakeModel(const nlohmann::json& j, const JsonWher
   if (type == "WordPiece") return MakeWordPieceModel(j, where);
   if (type == "WordLevel") return MakeWordLevelModel(j, where);
   return InvalidArgument(where.Field("type").str() + ": model type '" + type +
-                         "' is not implemented (BPE, Unigram, WordPiece, WordLevel are)");
+                         "' is not supported (gridfeed reads BPE, Unigram, WordPiece, WordLevel)");
 }
 
 }  // namespace gridfeed::text::hf

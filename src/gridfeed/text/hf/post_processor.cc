@@ -211,9 +211,10 @@ Result<std::unique_ptr<PostProcessor>> MakePostProcessor(const json& j, const Js
     }
     return std::unique_ptr<PostProcessor>(std::make_unique<Sequence>(std::move(v)));
   }
-  return InvalidArgument(where.Field("type").str() + ": post-processor type '" + type +
-                         "' is not implemented (TemplateProcessing, ByteLevel, BertProcessing, " +
-                         "RobertaProcessing, Sequence are)");
+  return InvalidArgument(
+      where.Field("type").str() + ": post-processor type '" + type +
+      "' is not supported (gridfeed reads TemplateProcessing, ByteLevel, BertProcessing, " +
+      "RobertaProcessing, Sequence)");
 }
 
 }  // namespace gridfeed::text::hf
