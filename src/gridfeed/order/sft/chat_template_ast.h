@@ -1,15 +1,15 @@
 // Internal to order/sft: what the pieces of the chat-template renderer (chat_template.cc and
-// chat_template_{pystr,value,lexer,parser,eval,filters,methods}.cc) share: Python string
+// chat_template_{pystr,value,lexer,parser_*,eval*,filters*,methods}.cc) share: Python string
 // helpers, the Value model, the lexer's tokens and segments, the AST, and the entry points of
 // each stage. Not for other modules: the public contract is chat_template.h (and PyStrip in
 // conversation.h); nothing here is stable or checked beyond what ChatTemplate needs.
 //
 // Stages: NormalizeNewlines + Lex (chat_template_lexer.cc) -> ParseTemplate
-// (chat_template_parser.cc) -> RenderTemplate (chat_template_eval.cc, with the filters and tests
-// in chat_template_filters.cc and the methods of str/dict/list in chat_template_methods.cc),
-// driven by chat_template.cc. Text handed to these functions is valid UTF-8 (checked at the
-// boundary). Every error is InvalidArgument "chat template: <what> at offset <pos>"; the
-// boundary turns the offset into a line and column.
+// (chat_template_parser_stmt.cc, _expr.cc, _primary.cc) -> RenderTemplate (chat_template_eval.cc,
+// _stmt.cc, _expr.cc, with the filters and tests in chat_template_filters*.cc and the methods of
+// str/dict/list in chat_template_methods.cc), driven by chat_template.cc. Text handed to these
+// functions is valid UTF-8 (checked at the boundary). Every error is InvalidArgument
+// "chat template: <what> at offset <pos>"; the boundary turns the offset into a line and column.
 #pragma once
 
 #include <cstddef>
@@ -251,7 +251,7 @@ std::string NormalizeNewlines(std::string_view src);
 Result<std::vector<Segment>> Lex(std::string src);
 
 // ---------------------------------------------------------------------------------------------
-// AST (built by chat_template_parser.cc).
+// AST (built by chat_template_parser_*.cc).
 
 struct Expr;
 using ExprPtr = std::unique_ptr<Expr>;
@@ -333,7 +333,7 @@ bool IsTest(std::string_view name);
 Result<std::vector<Node>> ParseTemplate(std::vector<Segment> segs, int max_depth);
 
 // ---------------------------------------------------------------------------------------------
-// Evaluation (chat_template_eval.cc).
+// Evaluation (chat_template_eval*.cc).
 
 struct RenderEnv {
   Limits limits;
@@ -367,7 +367,8 @@ Status RuntimeError(const std::string& what, size_t pos);
 // empty; InvalidArgument for what is not iterable.
 Result<List> Iterate(const Value& v, size_t pos);
 
-// Filters and tests (chat_template_filters.cc).
+// Filters and tests (chat_template_filters.cc, the filters by family in
+// chat_template_filters_{string,sequence,mapping,number}.cc).
 Result<Value> RunFilter(Evaluator& ev, const std::string& name, const Value& v, CallArgs& args,
                         size_t pos);
 Result<bool> RunTest(Evaluator& ev, const std::string& name, const Value& v, CallArgs& args,
