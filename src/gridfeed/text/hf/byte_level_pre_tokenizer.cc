@@ -5,6 +5,7 @@
 #include "gridfeed/text/hf/byte_level_alphabet.h"
 #include "gridfeed/text/hf/component_json.h"
 #include "gridfeed/text/hf/known_patterns.h"
+#include "gridfeed/text/hf/onig_library.h"
 #include "gridfeed/text/hf/pre_tokenizers.h"
 #include "gridfeed/text/hf/regex.h"
 #include "gridfeed/text/hf/split_spans.h"
@@ -61,6 +62,8 @@ Result<std::unique_ptr<PreTokenizer>> MakeByteLevelPreTokenizer(const nlohmann::
   if (use_regex && IdentifyKnownPattern(kGpt2Pattern) != KnownPattern::kGpt2) {
     return Internal("ByteLevel: GPT-2's pattern is not the known one");
   }
+  // The matcher reads its character classes from Oniguruma.
+  if (use_regex) GRIDFEED_RETURN_IF_ERROR(LoadOnigLibrary().status());
   return std::unique_ptr<PreTokenizer>(
       std::make_unique<ByteLevelPreTokenizer>(add_prefix_space, use_regex));
 }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 
+#include "gridfeed/text/hf/onig_library.h"
 #include "gridfeed/text/hf/utf8.h"
 
 namespace gridfeed::text::hf {
@@ -54,9 +55,9 @@ void MarkRanges(OnigEncoding enc, int ctype, uint8_t bit, std::vector<uint8_t>* 
 }
 
 std::unique_ptr<ClassTable> BuildClassTable() {
-  // Oniguruma's Unicode tables are ready once it is initialized; compiling a regex does that.
-  (void)Regex::Compile("a");
-  OnigEncoding enc = ONIG_ENCODING_UTF8;
+  // Oniguruma's Unicode tables are ready once it is initialized; loading it does that.
+  const OnigLibrary& onig = *LoadOnigLibrary().value();
+  OnigEncoding enc = onig.encoding_utf8;
   std::vector<uint8_t> flat(kCodePoints, 0);
   const auto ctype = [&](std::string_view name) {
     auto* p = reinterpret_cast<OnigUChar*>(const_cast<char*>(name.data()));
@@ -72,7 +73,7 @@ std::unique_ptr<ClassTable> BuildClassTable() {
     flat[kContractionLetters[k]] |= tag;
     OnigCaseFoldCodeItem items[ONIGENC_GET_CASE_FOLD_CODES_MAX_NUM];
     const int n =
-        ONIGENC_GET_CASE_FOLD_CODES_BY_STR(enc, ONIGENC_CASE_FOLD_DEFAULT, s, s + 1, items);
+        ONIGENC_GET_CASE_FOLD_CODES_BY_STR(enc, *onig.default_case_fold_flag, s, s + 1, items);
     for (int i = 0; i < n; ++i) {
       if (items[i].byte_len == 1 && items[i].code_len == 1 && items[i].code[0] < kCodePoints) {
         flat[items[i].code[0]] |= tag;

@@ -28,7 +28,8 @@ KnownPattern IdentifyKnownPattern(std::string_view pattern);
 
 // What Regex::FindMatches gives for the pattern `p` (not kNone) on `text` (valid UTF-8): these
 // patterns match every character, so the matches cover the text; empty text gives one empty
-// non-match span. `out` is cleared first.
+// non-match span. `out` is cleared first. REQUIRES: LoadOnigLibrary() (onig_library.h) succeeded
+// (the classes are read from Oniguruma; without it this aborts with that Status).
 void KnownFindMatches(KnownPattern p, std::string_view text, std::vector<Span>* out);
 
 // Oniguruma's classes of a code point, as bits (exposed for the tests).
@@ -37,6 +38,7 @@ enum OnigClassBits : unsigned char {
   kOnigLetter = 2,  // \p{L}
   kOnigNumber = 4,  // \p{N}
 };
+// REQUIRES, for both: as KnownFindMatches.
 unsigned char OnigClassOf(char32_t c);
 // The contraction letter (one of "strevmld") that `c` matches case-insensitively in Oniguruma
 // (e.g. 'S' and U+017F give 's'), or 0.

@@ -4,6 +4,8 @@
 
 #include <mutex>
 
+#include "gridfeed/text/hf/onig_library.h"
+
 namespace gridfeed::text::hf {
 namespace {
 
@@ -16,25 +18,29 @@ std::mutex& CompileMutex() {
   return m;
 }
 
+// The library every Regex was compiled with (a Regex exists only once it loaded).
+const OnigLibrary& Onig() { return *LoadOnigLibrary().value(); }
+
 std::string OnigMessage(int code, OnigErrorInfo* info) {
   OnigUChar buf[ONIG_MAX_ERROR_MESSAGE_LEN];
-  int n =
-      info != nullptr ? onig_error_code_to_str(buf, code, info) : onig_error_code_to_str(buf, code);
+  int n = info != nullptr ? Onig().onig_error_code_to_str(buf, code, info)
+                          : Onig().onig_error_code_to_str(buf, code);
   return std::string(reinterpret_cast<const char*>(buf), n > 0 ? static_cast<size_t>(n) : 0);
 }
 
 // Per-thread search state: a region and match parameters reused across searches.
 struct SearchState {
-  OnigRegion* region = onig_region_new();
-  OnigMatchParam* param = [] {
-    OnigMatchParam* p = onig_new_match_param();
-    onig_initialize_match_param(p);
-    onig_set_retry_limit_in_match_of_match_param(p, kRetryLimitInMatch);
+  const OnigLibrary& onig = Onig();
+  OnigRegion* region = onig.onig_region_new();
+  OnigMatchParam* param = [this] {
+    OnigMatchParam* p = onig.onig_new_match_param();
+    onig.onig_initialize_match_param(p);
+    onig.onig_set_retry_limit_in_match_of_match_param(p, kRetryLimitInMatch);
     return p;
   }();
   ~SearchState() {
-    onig_region_free(region, 1);
-    onig_free_match_param(param);
+    onig.onig_region_free(region, 1);
+    onig.onig_free_match_param(param);
   }
 };
 
@@ -52,25 +58,20 @@ size_t Utf8Len(unsigned char lead) {
 
 }  // namespace
 
-void Regex::Free::operator()(re_pattern_buffer* r) const { onig_free(r); }
+void Regex::Free::operator()(re_pattern_buffer* r) const { Onig().onig_free(r); }
 
 Regex::~Regex() = default;
 
 Result<Regex> Regex::Compile(std::string_view pattern) {
+  GRIDFEED_ASSIGN_OR_RETURN(const OnigLibrary* onig, LoadOnigLibrary());
   OnigRegex re = nullptr;
   OnigErrorInfo info{};
   int rc;
   {
     std::lock_guard<std::mutex> lock(CompileMutex());
-    static const int init = [] {
-      OnigEncoding encodings[] = {ONIG_ENCODING_UTF8};
-      return onig_initialize(encodings, 1);
-    }();
-    if (init != ONIG_NORMAL)
-      return Internal("Oniguruma failed to initialize: " + OnigMessage(init, nullptr));
     const auto* p = reinterpret_cast<const OnigUChar*>(pattern.data());
-    rc = onig_new(&re, p, p + pattern.size(), ONIG_OPTION_NONE, ONIG_ENCODING_UTF8,
-                  ONIG_SYNTAX_ONIGURUMA, &info);
+    rc = onig->onig_new(&re, p, p + pattern.size(), ONIG_OPTION_NONE, onig->encoding_utf8,
+                        onig->syntax_oniguruma, &info);
   }
   if (rc != ONIG_NORMAL) {
     return InvalidArgument("the regex /" + std::string(pattern) +
@@ -89,9 +90,9 @@ Status Regex::FindAll(std::string_view text, std::vector<Span>* matches) const {
   bool have_last = false;
   size_t last_match_end = 0;
   while (last_end <= text.size()) {
-    onig_region_clear(st.region);
-    int r = onig_search_with_param(re_.get(), str, end, str + last_end, end, st.region,
-                                   ONIG_OPTION_NONE, st.param);
+    st.onig.onig_region_clear(st.region);
+    int r = st.onig.onig_search_with_param(re_.get(), str, end, str + last_end, end, st.region,
+                                           ONIG_OPTION_NONE, st.param);
     if (r == ONIG_MISMATCH) break;
     if (r < 0) {
       return InvalidArgument("the regex /" + pattern_ + "/ failed on a text of " +
