@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "gridfeed/core/page_array.h"
+#include "gridfeed/io/thread_scratch.h"
 
 namespace gridfeed::io {
 namespace {
@@ -107,9 +107,11 @@ Result<IndexView> ParseIndex(std::span<const std::byte> bytes, const std::string
   auto done = [&](const std::byte* from, uint64_t bytes) {
     if (checked) checked(std::span<const std::byte>(from, bytes));
   };
-  std::vector<int32_t> len_buf(buffered ? std::min(s, kPart) : 0);
-  std::vector<int64_t> ptr_buf(buffered ? std::min(std::max(s, d), kPart + 1)
-                                        : 0);  // + 1: documents
+  const std::span<int32_t> len_buf =
+      ThreadScratchOf<int32_t>(ScratchSlot::kIndexLengths, buffered ? std::min(s, kPart) : 0);
+  const std::span<int64_t> ptr_buf = ThreadScratchOf<int64_t>(
+      ScratchSlot::kIndexPointers,
+      buffered ? std::min(std::max(s, d), kPart + 1) : 0);  // + 1: documents
   const auto file_offset = [p](const std::byte* at) { return static_cast<uint64_t>(at - p); };
   auto read = [&](auto& buf, const std::byte* from, uint64_t count) {
     return buffered && count <= buf.size() &&
@@ -121,13 +123,13 @@ Result<IndexView> ParseIndex(std::span<const std::byte> bytes, const std::string
   uint64_t fed = 0;
   // Page aligned, as the offsets of its first and largest reads (the header and lengths) are,
   // so ReadAt copies straight into it (see MappedFileReader::ReadAt).
-  PageArray<std::byte> feed_buf;
+  std::span<std::byte> feed_buf;
   auto feed_to = [&](uint64_t to) {
     if (!in_order) return;
     constexpr uint64_t kFeed = uint64_t{1} << 20;
     while (fed < to) {
       const size_t k = static_cast<size_t>(std::min(kFeed, to - fed));
-      if (feed_buf.size() < k) feed_buf = PageArray<std::byte>(static_cast<size_t>(kFeed));
+      if (feed_buf.size() < k) feed_buf = ThreadScratch(ScratchSlot::kIndexFeed, kFeed);
       const std::span<std::byte> part(feed_buf.data(), k);
       if (buffered && reader->ReadAt(fed, part)) {
         in_order(part);

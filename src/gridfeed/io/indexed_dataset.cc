@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "gridfeed/core/check.h"
-#include "gridfeed/core/page_array.h"
 #include "gridfeed/io/file_util.h"
+#include "gridfeed/io/thread_scratch.h"
 
 namespace gridfeed::io {
 
@@ -159,7 +159,8 @@ uint64_t IndexedDataset::index_xxh3() const {
     bool read = reader.ok();
     if (read) {
       // Page aligned like the offsets it reads (see MappedFileReader::ReadAt).
-      PageArray<std::byte> buffer(std::min(index.size(), size_t{1} << 20));
+      const std::span<std::byte> buffer =
+          ThreadScratch(ScratchSlot::kIndexDigest, std::min(index.size(), size_t{1} << 20));
       for (size_t at = 0; read && at < index.size(); at += buffer.size()) {
         const auto part = std::span(buffer.data(), buffer.size())
                               .first(std::min(buffer.size(), index.size() - at));
