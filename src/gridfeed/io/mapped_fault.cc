@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <utility>
 
 #include "gridfeed/core/log.h"
@@ -258,6 +259,15 @@ void UnregisterMapping(MappedSlot* slot) {
 void SetMappedFaultEnd(void (*end_job)()) {
   g_end_job.store(end_job);
   InstallHandler();
+}
+
+void EndJobOnChangedStore(const std::string& what) {
+  const std::string line = "gridfeed: error (rank " + std::to_string(log::CurrentRank()) +
+                           "): " + what + "; the job ends\n";
+  WriteAll(line.data(), line.size());
+  RemoveLiveTemporaries();
+  if (void (*end_job)() = g_end_job.load(); end_job != nullptr) end_job();
+  std::_Exit(1);
 }
 
 }  // namespace gridfeed::io

@@ -38,4 +38,10 @@ void UnregisterMapping(MappedSlot* slot);
 // the handler again if another one replaced it (an MPI library's, at MPI_Init), chaining to it.
 void SetMappedFaultEnd(void (*end_job)());
 
+// The same end, outside a signal handler, for a store found changed under the job some other
+// way (a store opened at its first read that can no longer be opened): writes
+//   gridfeed: error (rank R): WHAT; the job ends
+// removes the live temporaries, calls the job's end and exits with status 1.
+[[noreturn]] void EndJobOnChangedStore(const std::string& what);
+
 }  // namespace gridfeed::io

@@ -108,7 +108,8 @@ class OrderView {
   virtual std::vector<std::string> TokenFiles() const = 0;
   // Opens every token store not open yet (views over tables built in process have them open).
   // `checked_on_node`: another process on this machine opened the very same files (see
-  // TokenFiles) with every check, so only their structure is checked here.
+  // TokenFiles) with every check, so only their structure is checked here, and an order may
+  // defer that to the store's first read (Megatron's: order/megatron/deferred_store.h).
   virtual Status OpenTokenStores(bool checked_on_node) = 0;
   // Facts of every open token store, in token_stores() order (see store_facts.h).
   virtual std::vector<StoreFacts> TokenStoreFacts(uint64_t salt) const = 0;

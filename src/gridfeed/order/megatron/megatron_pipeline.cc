@@ -15,6 +15,7 @@
 #include "gridfeed/core/log.h"
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/mmap_file.h"
+#include "gridfeed/order/megatron/deferred_store.h"
 #include "gridfeed/order/node_image.h"
 #include "gridfeed/order/table_image.h"
 #include "gridfeed/order/table_view.h"
@@ -82,6 +83,10 @@ class MegatronView final : public OrderView {
   Status OpenTokenStores(bool checked_on_node) override {
     for (const auto& prefix : view_.prefixes) {
       if (stores_.count(prefix)) continue;
+      if (checked_on_node) {  // opened at its first read (deferred_store.h)
+        if (!deferred_.count(prefix)) deferred_[prefix] = std::make_unique<DeferredStore>(prefix);
+        continue;
+      }
       // A store checked here in full is then named by its digest (TokenStoreFacts): the check
       // computes it from its own reads.
       auto ds = io::IndexedDataset::Open(
@@ -133,7 +138,7 @@ class MegatronView final : public OrderView {
     const SplitView& s = *view_.splits[i];
     const auto [k, j] = s.Locate(position);
     const auto& source = s.sources[k];
-    AssembleSample(*bound_[i][k], source.tables, j, options_[i][k], out);
+    AssembleSample(bound_[i][k].get(), source.tables, j, options_[i][k], out);
     return Record(s, position, k, j,
                   hash_tokens ? std::span<const int64_t>(out->tokens) : std::span<const int64_t>());
   }
@@ -144,7 +149,7 @@ class MegatronView final : public OrderView {
     const SplitView& s = *view_.splits[i];
     const auto [k, j] = s.Locate(position);
     const auto& source = s.sources[k];
-    const io::IndexedDataset& ds = *bound_[i][k];
+    const io::IndexedDataset& ds = bound_[i][k].get();
     const SampleOptions& o = options_[i][k];
     AssembleFields(ds, source.tables, j, o, out, scratch);
     std::span<const int64_t> tokens;
@@ -174,7 +179,7 @@ class MegatronView final : public OrderView {
     const SplitView& s = *view_.splits[i];
     const auto [k, j] = s.Locate(position);
     const auto& source = s.sources[k];
-    GatherWindow(*bound_[i][k], source.tables, j, options_[i][k].seq_length, window);
+    GatherWindow(bound_[i][k].get(), source.tables, j, options_[i][k].seq_length, window);
     return Record(s, position, k, j, {});
   }
 
@@ -211,8 +216,12 @@ class MegatronView final : public OrderView {
       options_[i].clear();
       if (!view_.splits[i]) continue;
       for (const auto& source : view_.splits[i]->sources) {
-        auto it = stores_.find(source.prefix);
-        bound_[i].push_back(it == stores_.end() ? nullptr : it->second.get());
+        BoundStore b;
+        if (auto it = stores_.find(source.prefix); it != stores_.end()) b.open = it->second.get();
+        if (auto it = deferred_.find(source.prefix); it != deferred_.end() && !b.open) {
+          b.deferred = it->second.get();
+        }
+        bound_[i].push_back(b);
         options_[i].push_back(sample_options_);
         if (source.seq_length > 0) options_[i].back().seq_length = source.seq_length;
       }
@@ -222,7 +231,8 @@ class MegatronView final : public OrderView {
   TableView view_;
   SampleOptions sample_options_;
   Stores stores_;
-  std::array<std::vector<const io::IndexedDataset*>, 3> bound_;
+  std::map<std::string, std::unique_ptr<DeferredStore>> deferred_;
+  std::array<std::vector<BoundStore>, 3> bound_;
   std::array<std::vector<SampleOptions>, 3> options_;
 };
 
