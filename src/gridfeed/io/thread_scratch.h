@@ -1,4 +1,5 @@
-// Scratch memory per thread for passes over many files, kept until the thread ends. A fresh
+// Scratch memory per thread for passes over many files (or many small datasets' tables), kept
+// until the thread ends. A fresh
 // buffer per file (a PageArray, or malloc's own mapping above 128 KiB) faulted its pages in,
 // zeroed them and unmapped them again for each of a blend's 1,000 indexes, and every unmap of
 // a process with several threads interrupts the others' cores (TLB shootdowns).
@@ -13,7 +14,14 @@
 
 namespace gridfeed::io {
 
-enum class ScratchSlot { kIndexLengths, kIndexPointers, kIndexFeed, kIndexDigest, kCount };
+enum class ScratchSlot {
+  kIndexLengths,
+  kIndexPointers,
+  kIndexFeed,
+  kIndexDigest,
+  kTablePairs,  // a small table build's lengths and (id, length) pairs (order/gpt_tables.cc)
+  kCount
+};
 
 // At least `bytes` bytes of the calling thread's buffer `slot` (contents unspecified).
 std::span<std::byte> ThreadScratch(ScratchSlot slot, size_t bytes);
