@@ -31,7 +31,9 @@ Status BuildMidTables(std::array<std::optional<SplitDataset>, 3>& splits, const 
   std::vector<Job> jobs;
   for (int i = 0; i < 3; ++i) {
     if (!splits[i]) continue;
-    for (size_t k = 0; k < splits[i]->mids.size(); ++k) jobs.push_back({i, k});
+    for (size_t k = 0; k < splits[i]->mids.size(); ++k) {
+      if (splits[i]->mids[k].dataset) jobs.push_back({i, k});  // another producer's otherwise
+    }
   }
   std::vector<Status> statuses(jobs.size());
   std::atomic<size_t> next{0};
@@ -136,9 +138,11 @@ MidDataset MakeMid(const std::string& prefix, Split split, std::pair<double, dou
   MidDataset m;
   m.prefix = prefix;
   m.split = split;
-  m.dataset = open.at(prefix);
-  std::tie(m.begin, m.end) = BookendToRange(bookend, m.dataset->num_sequences());
   m.num_samples_requested = num_samples;
+  const auto it = open.find(prefix);
+  if (it == open.end()) return m;  // another producer's store (DatasetConfig::builds_store)
+  m.dataset = it->second;
+  std::tie(m.begin, m.end) = BookendToRange(bookend, m.dataset->num_sequences());
   return m;
 }
 
@@ -261,6 +265,14 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
     return per_split ? Bookend(std::make_pair(0.0, 1.0)) : out.split_matrix[i];
   };
   auto single = [&](const Blend& b) { return b.prefixes.size() == 1 && (per_split || !b.weights); };
+  if (c.builds_store) {
+    for (int i = 0; i < 3; ++i) {
+      const Blend* b = blend_of(i);
+      if (b == nullptr || !bookend_of(i) || (!single(*b) && b->weights)) continue;
+      return InvalidArgument(std::string("split ") + kSplitNames[i] +
+                             ": tables built by several producers need a weighted blend");
+    }
+  }
 
   // Weighted blends start now (stopped and joined on every error return below).
   std::array<std::unique_ptr<PendingBlend>, 3> pending;
@@ -295,11 +307,13 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
     pending[i] = std::move(p);
   }
 
-  // Open every token store once.
+  // Open every token store once (of this producer's share).
   std::vector<std::string> prefixes;  // every split's, in split order (OpenStores dedups)
   for (int i = 0; i < 3; ++i) {
     if (const Blend* b = blend_of(i); b != nullptr && (per_split || i == 0)) {
-      prefixes.insert(prefixes.end(), b->prefixes.begin(), b->prefixes.end());
+      for (const auto& p : b->prefixes) {
+        if (!c.builds_store || c.builds_store(p)) prefixes.push_back(p);
+      }
     }
   }
   const bool checks_beside =
@@ -438,6 +452,7 @@ Result<BuiltDatasets> BuildDatasets(const DatasetConfig& c) {
     }
     for (size_t k = 0; k < sd.mids.size(); ++k) {
       const int64_t have = sd.mids[k].tables.num_samples();
+      if (!sd.mids[k].dataset) continue;  // another producer's, checked there
       if (needed[k] > have) {
         return FailedPrecondition(
             std::string("split ") + kSplitNames[i] + ": blend source " + std::to_string(k) + " ('" +

@@ -66,6 +66,12 @@ struct DatasetConfig {
   // started here waits for its write.
   std::function<void(int split, size_t k, GptTable table, const GptTables& tables, bool read_after)>
       on_table_final;
+  // One producer's share of a build by several (order/megatron/node_sections.h): only the stores
+  // it names true are opened and their mid-level tables built; the others' mids are laid out
+  // without a store (dataset null, begin = end = 0, no tables) and their checks are their own
+  // producers'. Every blended split must then be weighted (its table needs no mid's size):
+  // InvalidArgument otherwise. Null: every store (one producer).
+  std::function<bool(const std::string& prefix)> builds_store;
 };
 
 struct MidDataset {

@@ -1,8 +1,13 @@
 #include "gridfeed/order/node_image.h"
 
+#include <xxhash.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <span>
+#include <string>
 
 #include "gridfeed/order/table_image.h"
 #include "gridfeed/order/table_view.h"
@@ -56,18 +61,27 @@ const void* RowAddress(const GptTablesView& t, int64_t row) {
                                   : static_cast<const void*>(t.sample_index64.data() + 2 * row);
 }
 
-}  // namespace
+// Held positions sorted, unique and in a split of `length`; InvalidArgument otherwise.
+Status CheckHeld(std::span<const int64_t> held, int64_t length) {
+  for (size_t n = 0; n < held.size(); ++n) {
+    if (held[n] < 0 || held[n] >= length || (n > 0 && held[n] <= held[n - 1])) {
+      return InvalidArgument("node image: held position " + std::to_string(held[n]) +
+                             " is out of order or outside the split of " + std::to_string(length));
+    }
+  }
+  return Status::Ok();
+}
 
-Result<std::unique_ptr<ImageWriter>> NodeImageOf(const BuiltDatasets& built, Split split,
-                                                 std::vector<int64_t> held,
-                                                 bool keep_source_index) {
-  const int i = static_cast<int>(split);
-  if (!built.splits[i]) return InvalidArgument("node image: the split is absent");
+// The node image of `held` (checked) of split `i` of `built`, from each source's held tables:
+// the runs, the blend's rows of the held positions and the mids' facts are taken from `built`
+// (whose tables themselves are not read).
+std::unique_ptr<ImageWriter> Finish(const BuiltDatasets& built, int i, std::vector<int64_t> held,
+                                    bool keep_source_index, std::vector<HeldSource> sources) {
   const SplitDataset& sd = *built.splits[i];
   const TableView whole = ViewOf(built);
   const SplitView& v = *whole.splits[i];
   HeldPositions extra;
-  extra.split = split;
+  extra.split = static_cast<Split>(i);
   extra.prefixes = whole.prefixes;
   size_t runs = 0;
   for (size_t n = 0; n < held.size(); ++n) runs += n == 0 || held[n] != held[n - 1] + 1;
@@ -75,66 +89,40 @@ Result<std::unique_ptr<ImageWriter>> NodeImageOf(const BuiltDatasets& built, Spl
   extra.run_index.reserve(runs + 1);
   extra.run_index.push_back(0);
   for (size_t n = 0; n < held.size(); ++n) {
-    if (held[n] < 0 || held[n] >= v.length || (n > 0 && held[n] <= held[n - 1])) {
-      return InvalidArgument("node image: held position " + std::to_string(held[n]) +
-                             " is out of order or outside the split of " +
-                             std::to_string(v.length));
-    }
     if (n == 0 || held[n] != held[n - 1] + 1) {
       if (n > 0) extra.run_index.push_back(static_cast<int64_t>(n));
       extra.run_begin.push_back(held[n]);
     }
   }
   if (!held.empty()) extra.run_index.push_back(static_cast<int64_t>(held.size()));
-  extra.sources.resize(sd.mids.size());
-  std::vector<int64_t> held_of(sd.mids.size(), 0);
-  for (int64_t p : held) ++held_of[static_cast<size_t>(v.Locate(p).first)];
-  std::vector<char> first_doc32(sd.mids.size());
-  for (size_t k = 0; k < sd.mids.size(); ++k) {
-    first_doc32[k] = Reserve(v.sources[k].tables, held_of[k], &extra.sources[k]);
-  }
   SplitDataset out;
   out.blended = sd.blended;
   out.weights = sd.weights;
   out.size = sd.size;
   out.length = sd.length;
   if (sd.blended) {
+    // A held position's row: its source, its place among the node's samples of that source, and
+    // the source's own sample (what records name).
     out.blend.dataset_index.reserve(held.size());
     out.blend.dataset_sample_index.reserve(held.size());
     extra.held_sample.reserve(held.size());
-  }
-  // Held samples lie at random rows of the whole tables: the rows of the sample 16 ahead and
-  // the documents of the one 8 ahead are fetched while this one is copied (a miss each).
-  constexpr size_t kRowsAhead = 16, kDocsAhead = 8;
-  for (size_t n = 0; n < held.size(); ++n) {
-    if (n + kRowsAhead < held.size()) {
-      const auto [k2, j2] = v.Locate(held[n + kRowsAhead]);
-      const GptTablesView& t2 = v.sources[k2].tables;
-      __builtin_prefetch(RowAddress(t2, t2.ShuffleAt(j2)));
-    }
-    if (n + kDocsAhead < held.size()) {
-      const auto [k3, j3] = v.Locate(held[n + kDocsAhead]);
-      const GptTablesView& t3 = v.sources[k3].tables;
-      __builtin_prefetch(t3.document_index.data() + t3.SampleDoc(t3.ShuffleAt(j3)));
-    }
-    const auto [k, j] = v.Locate(held[n]);
-    HeldSource& h = extra.sources[static_cast<size_t>(k)];
-    const auto m = static_cast<int64_t>(h.start_offset.size());
-    Append(v.sources[k].tables, j, first_doc32[static_cast<size_t>(k)] != 0, &h);
-    if (sd.blended) {
+    std::vector<int64_t> count(sd.mids.size(), 0);
+    for (int64_t p : held) {
+      const auto [k, j] = v.Locate(p);
       out.blend.dataset_index.push_back(k);
-      out.blend.dataset_sample_index.push_back(m);
+      out.blend.dataset_sample_index.push_back(count[static_cast<size_t>(k)]++);
       extra.held_sample.push_back(j);
     }
   }
   // 32-bit document starts where they fit (most nodes): 4 bytes a sample less.
-  for (auto& h : extra.sources) {
+  for (auto& h : sources) {
     if (!h.first_doc64.empty() &&
         h.document_index.size() < size_t{std::numeric_limits<int32_t>::max()}) {
       h.first_doc32.assign(h.first_doc64.begin(), h.first_doc64.end());
       h.first_doc64 = {};
     }
   }
+  extra.sources = std::move(sources);
   for (const MidDataset& w : sd.mids) {
     MidDataset m;
     m.prefix = w.prefix;
@@ -155,6 +143,270 @@ Result<std::unique_ptr<ImageWriter>> NodeImageOf(const BuiltDatasets& built, Spl
   node.split_matrix = built.split_matrix;
   node.pad_id_used = built.pad_id_used;
   return std::unique_ptr<ImageWriter>(TableImageWriter::Create(std::move(node), std::move(extra)));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ImageWriter>> NodeImageOf(const BuiltDatasets& built, Split split,
+                                                 std::vector<int64_t> held,
+                                                 bool keep_source_index) {
+  const int i = static_cast<int>(split);
+  if (!built.splits[i]) return InvalidArgument("node image: the split is absent");
+  const SplitDataset& sd = *built.splits[i];
+  const TableView whole = ViewOf(built);
+  const SplitView& v = *whole.splits[i];
+  GRIDFEED_RETURN_IF_ERROR(CheckHeld(held, v.length));
+  std::vector<HeldSource> sources(sd.mids.size());
+  std::vector<int64_t> held_of(sd.mids.size(), 0);
+  for (int64_t p : held) ++held_of[static_cast<size_t>(v.Locate(p).first)];
+  std::vector<char> first_doc32(sd.mids.size());
+  for (size_t k = 0; k < sd.mids.size(); ++k) {
+    first_doc32[k] = Reserve(v.sources[k].tables, held_of[k], &sources[k]);
+  }
+  // Held samples lie at random rows of the whole tables: the rows of the sample 16 ahead and
+  // the documents of the one 8 ahead are fetched while this one is copied (a miss each).
+  constexpr size_t kRowsAhead = 16, kDocsAhead = 8;
+  for (size_t n = 0; n < held.size(); ++n) {
+    if (n + kRowsAhead < held.size()) {
+      const auto [k2, j2] = v.Locate(held[n + kRowsAhead]);
+      const GptTablesView& t2 = v.sources[k2].tables;
+      __builtin_prefetch(RowAddress(t2, t2.ShuffleAt(j2)));
+    }
+    if (n + kDocsAhead < held.size()) {
+      const auto [k3, j3] = v.Locate(held[n + kDocsAhead]);
+      const GptTablesView& t3 = v.sources[k3].tables;
+      __builtin_prefetch(t3.document_index.data() + t3.SampleDoc(t3.ShuffleAt(j3)));
+    }
+    const auto [k, j] = v.Locate(held[n]);
+    Append(v.sources[k].tables, j, first_doc32[static_cast<size_t>(k)] != 0,
+           &sources[static_cast<size_t>(k)]);
+  }
+  return Finish(built, i, std::move(held), keep_source_index, std::move(sources));
+}
+
+namespace {
+
+constexpr uint64_t kSectionsMagic = 0x314e544345534647;  // "GFSECTN1"
+constexpr size_t kSectionsHead = 4 * sizeof(uint64_t);   // magic, digest, producer, count
+
+template <typename T>
+void Put(std::vector<std::byte>* out, std::span<const T> values) {
+  const size_t at = out->size(), bytes = values.size_bytes();
+  out->resize(at + (bytes + 7) / 8 * 8);  // 8-byte aligned, zero padded
+  if (bytes > 0) std::memcpy(out->data() + at, values.data(), bytes);
+}
+void PutWord(std::vector<std::byte>* out, uint64_t w) {
+  Put(out, std::span<const uint64_t>(&w, 1));
+}
+
+// Reads a producer's sections: each call takes the next array, bounds checked.
+class SectionReader {
+ public:
+  explicit SectionReader(std::span<const std::byte> bytes) : bytes_(bytes) {}
+  template <typename T>
+  bool Take(uint64_t count, std::vector<T>* out) {
+    if (count > (bytes_.size() - at_) / sizeof(T)) return false;
+    const size_t bytes = static_cast<size_t>(count) * sizeof(T);
+    out->resize(static_cast<size_t>(count));
+    if (bytes > 0) std::memcpy(out->data(), bytes_.data() + at_, bytes);
+    at_ += (bytes + 7) / 8 * 8;
+    at_ = std::min(at_, bytes_.size());
+    return true;
+  }
+  bool Word(uint64_t* w) {
+    std::vector<uint64_t> one;
+    if (!Take(1, &one)) return false;
+    *w = one[0];
+    return true;
+  }
+  bool done() const { return at_ == bytes_.size(); }
+
+ private:
+  std::span<const std::byte> bytes_;
+  size_t at_ = 0;
+};
+
+}  // namespace
+
+std::vector<int> PlanProducers(std::span<const uint64_t> costs, int producers) {
+  producers = std::max(producers, 1);
+  std::vector<size_t> by_cost(costs.size());
+  for (size_t s = 0; s < costs.size(); ++s) by_cost[s] = s;
+  std::stable_sort(by_cost.begin(), by_cost.end(),
+                   [&](size_t a, size_t b) { return costs[a] > costs[b]; });
+  std::vector<uint64_t> load(static_cast<size_t>(producers), 0);
+  std::vector<int> owner(costs.size(), 0);
+  for (size_t s : by_cost) {
+    const auto least =
+        static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    owner[s] = static_cast<int>(least);
+    load[least] += std::max<uint64_t>(costs[s], 1);
+  }
+  return owner;
+}
+
+std::vector<int64_t> OwnMidFacts(const BuiltDatasets& share) {
+  std::vector<int64_t> facts;
+  for (int i = 0; i < 3; ++i) {
+    if (!share.splits[i]) continue;
+    const auto& mids = share.splits[i]->mids;
+    for (size_t k = 0; k < mids.size(); ++k) {
+      if (!mids[k].dataset) continue;
+      facts.insert(facts.end(), {i, static_cast<int64_t>(k), mids[k].begin, mids[k].end,
+                                 mids[k].tables.num_samples_per_epoch});
+    }
+  }
+  return facts;
+}
+
+Status AdoptMidFacts(std::span<const int64_t> facts, BuiltDatasets* share) {
+  constexpr size_t kFields = 5;
+  if (facts.size() % kFields != 0) return DataLoss("producers' mid facts: a partial entry");
+  std::array<std::vector<int>, 3> given;
+  for (int i = 0; i < 3; ++i) {
+    if (share->splits[i]) given[i].assign(share->splits[i]->mids.size(), 0);
+  }
+  for (size_t e = 0; e < facts.size(); e += kFields) {
+    const int64_t i = facts[e], k = facts[e + 1];
+    if (i < 0 || i > 2 || !share->splits[i] || k < 0 ||
+        k >= static_cast<int64_t>(given[i].size()) || given[i][k]++ > 0) {
+      return DataLoss("producers' mid facts: split " + std::to_string(i) + " dataset " +
+                      std::to_string(k) + " unknown or given twice");
+    }
+    MidDataset& m = share->splits[i]->mids[static_cast<size_t>(k)];
+    if (m.dataset) continue;  // this producer's own
+    m.begin = facts[e + 2];
+    m.end = facts[e + 3];
+    m.tables.num_samples_per_epoch = facts[e + 4];
+  }
+  for (int i = 0; i < 3; ++i) {
+    for (size_t k = 0; k < given[i].size(); ++k) {
+      if (given[i][k] == 0) {
+        return DataLoss("no producer built dataset '" + share->splits[i]->mids[k].prefix +
+                        "' of split " + kSplitNames[i]);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<std::byte>> NodeSectionsOf(const BuiltDatasets& share, Split split,
+                                              std::span<const int64_t> held, int producer) {
+  const int i = static_cast<int>(split);
+  if (!share.splits[i]) return InvalidArgument("node sections: the split is absent");
+  const SplitDataset& sd = *share.splits[i];
+  const TableView whole = ViewOf(share);
+  const SplitView& v = *whole.splits[i];
+  GRIDFEED_RETURN_IF_ERROR(CheckHeld(held, v.length));
+  std::vector<HeldSource> sources(sd.mids.size());
+  std::vector<int64_t> held_of(sd.mids.size(), 0);
+  for (int64_t p : held) ++held_of[static_cast<size_t>(v.Locate(p).first)];
+  std::vector<char> first_doc32(sd.mids.size());
+  for (size_t k = 0; k < sd.mids.size(); ++k) {
+    if (sd.mids[k].dataset) first_doc32[k] = Reserve(v.sources[k].tables, held_of[k], &sources[k]);
+  }
+  for (int64_t p : held) {
+    const auto [k, j] = v.Locate(p);
+    if (!sd.mids[static_cast<size_t>(k)].dataset) continue;  // another producer's
+    Append(v.sources[k].tables, j, first_doc32[static_cast<size_t>(k)] != 0,
+           &sources[static_cast<size_t>(k)]);
+  }
+  std::vector<std::byte> out;
+  uint64_t count = 0;
+  for (const auto& m : sd.mids) count += m.dataset ? 1 : 0;
+  for (uint64_t w : {kSectionsMagic, uint64_t{0}, static_cast<uint64_t>(producer), count}) {
+    PutWord(&out, w);
+  }
+  for (size_t k = 0; k < sd.mids.size(); ++k) {
+    if (!sd.mids[k].dataset) continue;
+    const HeldSource& h = sources[k];
+    PutWord(&out, k);
+    PutWord(&out, h.document_index.size());
+    PutWord(&out, h.start_offset.size());
+    Put(&out, std::span<const int32_t>(h.document_index));
+    if (first_doc32[k]) {
+      const std::vector<int64_t> wide(h.first_doc32.begin(), h.first_doc32.end());
+      Put(&out, std::span<const int64_t>(wide));
+    } else {
+      Put(&out, std::span<const int64_t>(h.first_doc64));
+    }
+    Put(&out, std::span<const int32_t>(h.start_offset));
+    Put(&out, std::span<const int32_t>(h.end_offset));
+  }
+  const uint64_t digest = XXH3_64bits(out.data() + kSectionsHead, out.size() - kSectionsHead);
+  std::memcpy(out.data() + sizeof(uint64_t), &digest, sizeof(digest));
+  return out;
+}
+
+Result<std::unique_ptr<ImageWriter>> AssembleNodeImage(
+    const BuiltDatasets& share, Split split, std::vector<int64_t> held, bool keep_source_index,
+    std::vector<std::vector<std::byte>> sections) {
+  const int i = static_cast<int>(split);
+  if (!share.splits[i]) return InvalidArgument("node image: the split is absent");
+  const SplitDataset& sd = *share.splits[i];
+  const TableView whole = ViewOf(share);
+  const SplitView& v = *whole.splits[i];
+  GRIDFEED_RETURN_IF_ERROR(CheckHeld(held, v.length));
+  std::vector<int64_t> held_of(sd.mids.size(), 0);
+  for (int64_t p : held) ++held_of[static_cast<size_t>(v.Locate(p).first)];
+  std::vector<HeldSource> sources(sd.mids.size());
+  std::vector<int> from(sd.mids.size(), -1);
+  for (size_t s = 0; s < sections.size(); ++s) {
+    std::vector<std::byte> bytes = std::move(sections[s]);  // freed after this producer's
+    const std::string who = "the sections from producer " + std::to_string(s);
+    uint64_t head[4] = {0, 0, 0, 0};
+    if (bytes.size() < kSectionsHead) return DataLoss(who + " are truncated");
+    std::memcpy(head, bytes.data(), kSectionsHead);
+    if (head[0] != kSectionsMagic || head[2] != s) return DataLoss(who + " are not sections");
+    if (XXH3_64bits(bytes.data() + kSectionsHead, bytes.size() - kSectionsHead) != head[1]) {
+      return DataLoss(who + " fail their digest (changed on the way?): refused");
+    }
+    SectionReader r(std::span<const std::byte>(bytes).subspan(kSectionsHead));
+    for (uint64_t c = 0; c < head[3]; ++c) {
+      uint64_t k = 0, docs = 0, samples = 0;
+      if (!r.Word(&k) || !r.Word(&docs) || !r.Word(&samples)) return DataLoss(who + ": truncated");
+      if (k >= sd.mids.size() || from[k] >= 0) {
+        return DataLoss(who + ": source " + std::to_string(k) + " unknown or given twice");
+      }
+      from[k] = static_cast<int>(s);
+      if (static_cast<int64_t>(samples) != held_of[k]) {
+        return DataLoss(who + ": source " + std::to_string(k) + " ('" + sd.mids[k].prefix +
+                        "') holds " + std::to_string(samples) + " of this node's samples, its " +
+                        "blend gives it " + std::to_string(held_of[k]) + ": producers disagree");
+      }
+      HeldSource& h = sources[k];
+      if (!r.Take(docs, &h.document_index) || !r.Take(samples + 1, &h.first_doc64) ||
+          !r.Take(samples, &h.start_offset) || !r.Take(samples, &h.end_offset)) {
+        return DataLoss(who + ": source " + std::to_string(k) + " is truncated");
+      }
+      if (h.first_doc64.front() != 0 || h.first_doc64.back() != static_cast<int64_t>(docs)) {
+        return DataLoss(who + ": source " + std::to_string(k) + "'s document starts are bad");
+      }
+    }
+    if (!r.done()) return DataLoss(who + ": bytes after the last section");
+  }
+  for (size_t k = 0; k < sd.mids.size(); ++k) {
+    if (from[k] < 0) {
+      return DataLoss("no producer gave the sections of source " + std::to_string(k) + " ('" +
+                      sd.mids[k].prefix + "')");
+    }
+  }
+  return Finish(share, i, std::move(held), keep_source_index, std::move(sources));
+}
+
+void ReleaseSourceTables(BuiltDatasets* share) {
+  for (auto& split : share->splits) {
+    if (!split) continue;
+    for (auto& m : split->mids) {
+      GptTables facts;  // the scalars stay: a node image names them
+      facts.num_tokens_per_epoch = m.tables.num_tokens_per_epoch;
+      facts.num_epochs = m.tables.num_epochs;
+      facts.separate_final_epoch = m.tables.separate_final_epoch;
+      facts.num_samples_per_epoch = m.tables.num_samples_per_epoch;
+      facts.num_samples_sans_final_epoch = m.tables.num_samples_sans_final_epoch;
+      m.tables = std::move(facts);
+    }
+  }
 }
 
 }  // namespace gridfeed::order

@@ -5,7 +5,9 @@
 // sample reads, and records, exactly as from the whole image. Pure; thread safe.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "gridfeed/core/status.h"
@@ -21,5 +23,41 @@ namespace gridfeed::order {
 // for held positions that are not sorted, unique and in the split.
 Result<std::unique_ptr<ImageWriter>> NodeImageOf(const BuiltDatasets& built, Split split,
                                                  std::vector<int64_t> held, bool keep_source_index);
+
+// Many producers (--table-producers): the stores of weighted blends are divided among several
+// producers (node leaders). Each builds the blend tables (weights and sizes only) and the tables
+// of its own stores (DatasetConfig::builds_store), learns the other mids' facts from their
+// producers (OwnMidFacts/AdoptMidFacts), and cuts every node's sections of its own sources
+// from its tables (NodeSectionsOf); each node's leader then assembles its image from every
+// producer's sections for it (AssembleNodeImage), byte for byte the image NodeImageOf makes
+// from one process's whole build. Pure functions; thread safe.
+
+// Which producer builds each store, given each store's cost (e.g. its index bytes): the
+// largest first, each to the least loaded producer (ties: the lowest numbered).
+std::vector<int> PlanProducers(std::span<const uint64_t> costs, int producers);
+
+// A producer's facts of the mids it built: {split, k, begin, end, samples per epoch} each.
+std::vector<int64_t> OwnMidFacts(const BuiltDatasets& share);
+// Completes `share`'s other producers' mids from every producer's facts (concatenated).
+// DataLoss for an entry of a bad shape, a mid given twice or by no producer.
+Status AdoptMidFacts(std::span<const int64_t> facts, BuiltDatasets* share);
+
+// What `share` holds of node `held` (sorted, unique, in the split) of `split`: the held
+// samples of each source it built, as self-describing bytes with their XXH3 digest and
+// `producer` (its number among the producers).
+Result<std::vector<std::byte>> NodeSectionsOf(const BuiltDatasets& share, Split split,
+                                              std::span<const int64_t> held, int producer);
+// The node image of `held` from `sections[p]`, producer p's sections for this node, over
+// `share`'s blend and mids (AdoptMidFacts done). DataLoss naming the producer for sections whose
+// digest or shape is wrong, whose sample counts differ from what the blend gives this node, or a
+// source given by none or by two.
+// Each producer's sections are freed as soon as they are read (the node image is then held
+// about once, not twice).
+Result<std::unique_ptr<ImageWriter>> AssembleNodeImage(
+    const BuiltDatasets& share, Split split, std::vector<int64_t> held, bool keep_source_index,
+    std::vector<std::vector<std::byte>> sections);
+// Frees the tables of `share`'s own sources once every node's sections are cut: assembling
+// needs only the blend and the mids' facts.
+void ReleaseSourceTables(BuiltDatasets* share);
 
 }  // namespace gridfeed::order

@@ -198,6 +198,33 @@ class BuiltOrder {
     (void)split, (void)held, (void)keep_source_index;
     return std::unique_ptr<ImageWriter>();
   }
+
+  // A share of a build by several producers (Pipeline::BuildShare; node_image.h says how they
+  // fit). FailedPrecondition for orders that have no shares.
+  // The facts of the mids this share built, for every other producer's AdoptShareFacts.
+  virtual std::vector<int64_t> ShareFacts() const { return {}; }
+  // Learns the other producers' mids from every producer's ShareFacts (concatenated).
+  virtual Status AdoptShareFacts(std::span<const int64_t> facts) {
+    (void)facts;
+    return FailedPrecondition("this order has no shares");
+  }
+  // Frees this share's own tables once every node's sections are cut (the view is then
+  // unusable; the assembly needs only the blend and the facts).
+  virtual void ReleaseShareTables() {}
+  // This share's sections of the node whose readers read `held` (sorted, unique) of `split`.
+  virtual Result<std::vector<std::byte>> NodeSections(Split split, std::span<const int64_t> held,
+                                                      int producer) const {
+    (void)split, (void)held, (void)producer;
+    return FailedPrecondition("this order has no shares");
+  }
+  // The node image of `held` from every producer's sections for it (`sections[p]`: producer
+  // p's, freed as they are read), byte for byte NodeImage's of one process's whole build.
+  virtual Result<std::unique_ptr<ImageWriter>> AssembleNodeImage(
+      Split split, std::vector<int64_t> held, bool keep_source_index,
+      std::vector<std::vector<std::byte>> sections) const {
+    (void)split, (void)held, (void)keep_source_index, (void)sections;
+    return FailedPrecondition("this order has no shares");
+  }
 };
 
 class Pipeline {
@@ -211,6 +238,19 @@ class Pipeline {
   virtual ~Pipeline() = default;
   // Builds every table from the token stores (relative paths from the working directory).
   virtual Result<std::unique_ptr<BuiltOrder>> Build() const = 0;
+  // Many producers (--table-producers; node_image.h): the token stores a build can be divided
+  // by, in the order's first-use order; empty where one process builds it all (the default).
+  virtual Result<std::vector<std::string>> DividedStores() const {
+    return std::vector<std::string>{};
+  }
+  // One producer's share of the build: what every producer builds (e.g. the blend) and the
+  // tables of the stores `builds_store` names, which are all it opens. FailedPrecondition where
+  // DividedStores is empty.
+  virtual Result<std::unique_ptr<BuiltOrder>> BuildShare(
+      const std::function<bool(const std::string&)>& builds_store) const {
+    (void)builds_store;
+    return FailedPrecondition("this order's build is not divided among producers");
+  }
   // A view into `image` (from this pipeline's ImageWriter), which must outlive it. DataLoss for
   // a damaged image. The token stores are not open yet.
   virtual Result<std::unique_ptr<OrderView>> ViewImage(std::span<const std::byte> image) const = 0;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -247,7 +248,9 @@ class MegatronBuilt final : public BuiltOrder {
     Stores stores;
     for (const auto& split : built_.splits) {
       if (!split) continue;
-      for (const auto& m : split->mids) stores[m.prefix] = m.dataset;
+      for (const auto& m : split->mids) {
+        if (m.dataset) stores[m.prefix] = m.dataset;  // else another producer's (a share)
+      }
     }
     return stores;
   }
@@ -257,7 +260,7 @@ class MegatronBuilt final : public BuiltOrder {
     for (const auto& split : built_.splits) {
       if (!split) continue;
       for (const auto& m : split->mids) {
-        if (data.contains(m.prefix)) continue;
+        if (!m.dataset || data.contains(m.prefix)) continue;  // another producer's: its facts
         char digest[17];
         std::snprintf(digest, sizeof(digest), "%016llx",
                       static_cast<unsigned long long>(m.dataset->index_xxh3()));
@@ -282,6 +285,27 @@ class MegatronBuilt final : public BuiltOrder {
     return NodeImageOf(built_, split, std::move(held), keep_source_index);
   }
 
+  std::vector<int64_t> ShareFacts() const override { return OwnMidFacts(built_); }
+  Status AdoptShareFacts(std::span<const int64_t> facts) override {
+    GRIDFEED_RETURN_IF_ERROR(AdoptMidFacts(facts, &built_));
+    view_ = std::make_unique<MegatronView>(ViewOf(built_), sample_options_, OpenedStores());
+    return Status::Ok();
+  }
+  Result<std::vector<std::byte>> NodeSections(Split split, std::span<const int64_t> held,
+                                              int producer) const override {
+    return NodeSectionsOf(built_, split, held, producer);
+  }
+  Result<std::unique_ptr<ImageWriter>> AssembleNodeImage(
+      Split split, std::vector<int64_t> held, bool keep_source_index,
+      std::vector<std::vector<std::byte>> sections) const override {
+    return order::AssembleNodeImage(built_, split, std::move(held), keep_source_index,
+                                    std::move(sections));
+  }
+  void ReleaseShareTables() override {
+    view_.reset();
+    ReleaseSourceTables(&built_);
+  }
+
  private:
   BuiltDatasets built_;
   SampleOptions sample_options_;
@@ -295,6 +319,40 @@ class MegatronPipeline final : public Pipeline {
   Result<std::unique_ptr<BuiltOrder>> Build() const override {
     GRIDFEED_ASSIGN_OR_RETURN(BuiltDatasets b,
                               BuildMegatronDatasets(options_, /*digest_indexes=*/true));
+    return MakeMegatronBuilt(std::move(b), MegatronSampleOptions(options_));
+  }
+
+  // Weighted blends of two stores or more, in every split built: each source's tables then
+  // depend on its store alone, and the blend on the weights alone.
+  Result<std::vector<std::string>> DividedStores() const override {
+    GRIDFEED_ASSIGN_OR_RETURN(DatasetConfig c, MegatronDatasetConfig(options_));
+    std::vector<std::string> stores;
+    auto add = [&](const std::vector<std::string>& tokens, bool per_split) -> Result<bool> {
+      GRIDFEED_ASSIGN_OR_RETURN(Blend b, ParseDataPath(tokens));
+      if (!b.weights || (per_split && b.prefixes.size() == 1)) return false;
+      for (const auto& p : b.prefixes) {
+        if (std::find(stores.begin(), stores.end(), p) == stores.end()) stores.push_back(p);
+      }
+      return true;
+    };
+    bool divided = true;
+    if (c.data_path) {
+      GRIDFEED_ASSIGN_OR_RETURN(divided, add(*c.data_path, false));
+    } else {
+      for (const auto& paths : c.split_paths) {
+        if (!paths) continue;
+        GRIDFEED_ASSIGN_OR_RETURN(bool d, add(*paths, true));
+        divided = divided && d;
+      }
+    }
+    if (!divided || stores.size() < 2) stores.clear();
+    return stores;
+  }
+
+  Result<std::unique_ptr<BuiltOrder>> BuildShare(
+      const std::function<bool(const std::string&)>& builds_store) const override {
+    GRIDFEED_ASSIGN_OR_RETURN(BuiltDatasets b, BuildMegatronDatasets(options_, /*digest_indexes=*/
+                                                                     true, {}, {}, builds_store));
     return MakeMegatronBuilt(std::move(b), MegatronSampleOptions(options_));
   }
 
@@ -369,10 +427,10 @@ SampleOptions MegatronSampleOptions(const config::DataOptions& o) {
   return s;
 }
 
-Result<BuiltDatasets> BuildMegatronDatasets(
-    const config::DataOptions& o, bool digest_indexes,
-    decltype(DatasetConfig::on_mid_built) on_mid_built,
-    decltype(DatasetConfig::on_table_final) on_table_final) {
+Result<BuiltDatasets> BuildMegatronDatasets(const config::DataOptions& o, bool digest_indexes,
+                                            decltype(DatasetConfig::on_mid_built) on_mid_built,
+                                            decltype(DatasetConfig::on_table_final) on_table_final,
+                                            decltype(DatasetConfig::builds_store) builds_store) {
   config::JobOptions job;
   job.data = o;
   GRIDFEED_RETURN_IF_ERROR(config::Validate(job));
@@ -380,6 +438,7 @@ Result<BuiltDatasets> BuildMegatronDatasets(
   c.digest_indexes = digest_indexes;
   c.on_mid_built = std::move(on_mid_built);
   c.on_table_final = std::move(on_table_final);
+  c.builds_store = std::move(builds_store);
   GRIDFEED_ASSIGN_OR_RETURN(BuiltDatasets b, BuildDatasets(c));
   for (const auto& w : b.warnings) log::Warn(w);
   double doc = 0, sample = 0, shuffle = 0;

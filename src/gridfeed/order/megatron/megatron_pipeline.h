@@ -33,10 +33,12 @@ SampleRecord MegatronWindow(const OrderView& view, Split split, int64_t position
 // Builds every table (logs warnings, and phase times at DEBUG): what `gridfeed tables` writes out.
 // `digest_indexes`: the stores' index digests are computed during the build (DatasetConfig),
 // for a build whose DataFacts() will be asked for.
-// `on_mid_built`, `on_table_final`: DatasetConfig's, for a writer of the tables.
+// `on_mid_built`, `on_table_final`: DatasetConfig's, for a writer of the tables; `builds_store`:
+// DatasetConfig's, for one producer's share.
 Result<BuiltDatasets> BuildMegatronDatasets(
     const config::DataOptions& o, bool digest_indexes = false,
     decltype(DatasetConfig::on_mid_built) on_mid_built = {},
-    decltype(DatasetConfig::on_table_final) on_table_final = {});
+    decltype(DatasetConfig::on_table_final) on_table_final = {},
+    decltype(DatasetConfig::builds_store) builds_store = {});
 
 }  // namespace gridfeed::order
