@@ -318,6 +318,11 @@ Status RunFeeder(const RunArgs& a, const config::OptionFlags& flags) {
         s.broadcast_seconds, s.open_seconds, open_cpu, others_cpu, node_mb, f->readers_on_node(),
         plain_mb, f->num_nodes(), per_node.c_str(), rate,
         steady_seconds > 0 ? static_cast<double>(steady_tokens) / steady_seconds : 0.0);
+    std::printf(
+        "tables built by %d producer%s; the largest process's peak memory: %.1f MB; "
+        "image digest %016llx\n",
+        s.producers, s.producers == 1 ? "" : "s", s.max_peak_rss_bytes / 1e6,
+        static_cast<unsigned long long>(s.image_digest));
     if (!a.dump_dir.empty()) std::printf("dump: %s/rank<N>/\n", a.dump_dir.c_str());
   }
   return Status::Ok();

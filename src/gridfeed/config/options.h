@@ -151,6 +151,9 @@ struct FeedOptions {
   // What a node's table window holds: "reads" (the samples its readers read from the cursor
   // on: order/node_image.h), "full" (the whole image), "auto" (reads on several nodes).
   std::string node_window = "auto";
+  // Who builds the tables of node images: "auto" (the node leaders, on several nodes) or N
+  // producers (1 = world rank 0 alone), bounded by the nodes. See order/node_image.h.
+  std::string table_producers = "auto";
   int64_t prefetch_depth = 4;           // micro-batches assembled ahead on each reader
   bool device_broadcast = false;        // TP broadcast over NCCL from GPU memory
   int64_t testing_fail_open_rank = -1;  // tests only: this world rank fails to open its stores
@@ -163,6 +166,12 @@ struct FeedOptions {
   // Tests only: the leader of this node (world rank / testing_ranks_per_node, else the leader's
   // index among the leaders) flips a byte of its image after the broadcast; -1 = off.
   int64_t testing_corrupt_image_node = -1;
+  // Tests only: producer N (--table-producers; its rank among the leaders) fails its share of
+  // the build, or changes a byte of its sections after their digest; -1 = off.
+  int64_t testing_fail_producer = -1;
+  int64_t testing_corrupt_sections_producer = -1;
+  // Tests only: producer N dies (SIGKILL) in the middle of its share; -1 = off.
+  int64_t testing_kill_producer = -1;
   // Tests only: world rank 0 fails to make this node's image (--node-window; node numbers as
   // SharedImage's: 0 = world rank 0's node); -1 = off.
   int64_t testing_fail_node_image = -1;
@@ -279,6 +288,9 @@ Status CheckDeviceTrainBatchSize(const JobOptions& o, int64_t dp);
 
 // "none" -> -1, else a non-negative integer without overflow. InvalidArgument names the flag.
 Result<int64_t> ParseSampleCount(const std::string& flag, const std::string& value);
+// --table-producers: how many producers build the node images with `num_nodes` nodes (1 = world
+// rank 0 alone); InvalidArgument for a value that is not "auto" or a count in [1, 2^20].
+Result<int> TableProducers(const FeedOptions& feed, int num_nodes);
 // Every option as text (sorted keys), for the start-up agreement: equal text = equal options.
 std::string AgreementText(const JobOptions& o);
 // The first option whose value in `o` differs from the one `reference` (an AgreementText) holds,

@@ -258,6 +258,7 @@ Status Validate(const JobOptions& o) {
         "--node-window reads needs --dataloader-type single (a cyclic sampler reads every "
         "sample again each epoch); use --node-window full or auto");
   }
+  GRIDFEED_RETURN_IF_ERROR(TableProducers(o.feed, 1).status());
   if (d.seq_length <= 0) return InvalidArgument("--seq-length must be given and positive");
   GRIDFEED_RETURN_IF_ERROR(Range("seq-length", d.seq_length, 1, int64_t{1} << 40, "in [1, 2^40]"));
   GRIDFEED_RETURN_IF_ERROR(Range("num-workers", d.num_workers, 0, 1024, "in [0, 1024]"));

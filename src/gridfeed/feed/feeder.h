@@ -130,6 +130,14 @@ struct MicroBatch {
 
 struct StartupTimes {
   double build_seconds = 0, broadcast_seconds = 0, open_seconds = 0;
+  // Processes that built the tables (--table-producers), on every rank.
+  int producers = 1;
+  // The largest peak resident set (VmHWM) of any rank once every node holds its tables: what
+  // the build cost the process that paid most; on every rank. -1 where unreadable.
+  int64_t max_peak_rss_bytes = -1;
+  // On world rank 0: the image's digest (order::ImageDigest), or with node images the XXH3 of
+  // every node's, in node order; 0 where one node holds the only window and none was taken.
+  uint64_t image_digest = 0;
 };
 
 class Feeder {

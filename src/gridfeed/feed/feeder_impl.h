@@ -78,6 +78,15 @@ struct Feeder::Impl {
   Result<parallel::ImageProducer> NodeProducer(const std::shared_ptr<order::BuiltOrder>& built,
                                                const order::ReadSchedule& from,
                                                const std::vector<int>& keys, bool world_node) const;
+  // Many producers (feeder_producers.cc): whether the node leaders build the node images with
+  // `num_nodes` nodes (the same answer on every rank), and a leader's share of it, collective
+  // over `leaders` (parallel::LeaderProducer::make). World rank 0 also sets the canonical text,
+  // its build's stores and `facts` ({split length, node windows' start}).
+  bool LeadersProduce(int num_nodes) const;
+  Result<parallel::ImageProducer> ProduceNodeImage(MPI_Comm leaders, int node,
+                                                   const std::vector<std::vector<int>>& keys,
+                                                   int64_t* facts);
+  int produced_by = 1;  // on a leader: the producers that built its node's image
   Status OpenTokenStores();
   // How this reader shows it reads world rank 0's token files (order/store_facts.h): they are
   // rank 0's very files (stat'ed: O(files)), its node leader's very files (the leader proves

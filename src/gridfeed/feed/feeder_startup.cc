@@ -11,6 +11,7 @@
 #include "gridfeed/checkpoint/resume_policy.h"
 #include "gridfeed/config/canonical.h"
 #include "gridfeed/core/log.h"
+#include "gridfeed/core/memory_usage.h"
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/device/probe.h"
 #include "gridfeed/feed/feeder_impl.h"
@@ -182,10 +183,33 @@ Status Feeder::Impl::BuildAndShareTables() {
   nodes.corrupt_node = static_cast<int>(options.feed.testing_corrupt_image_node);
   nodes.fail_receive_node = static_cast<int>(options.feed.testing_fail_node_receive);
   nodes.fail_send_node = static_cast<int>(options.feed.testing_fail_node_send);
-  GRIDFEED_ASSIGN_OR_RETURN(image, parallel::SharedImage::Distribute(g, make, order::ImageDigest,
-                                                                     &times, nodes, g.dp_rank()));
+  parallel::LeaderProducer leaders;
+  leaders.wanted = [this](int num_nodes) { return LeadersProduce(num_nodes); };
+  leaders.make = [this, &facts](MPI_Comm comm, int node,
+                                const std::vector<std::vector<int>>& keys) {
+    return ProduceNodeImage(comm, node, keys, facts);
+  };
+  GRIDFEED_ASSIGN_OR_RETURN(
+      image, parallel::SharedImage::Distribute(g, make, order::ImageDigest, &times, nodes,
+                                               g.dp_rank(), &leaders));
   startup.build_seconds = times.build_seconds;
   startup.broadcast_seconds = times.broadcast_seconds;
+  // What the tables cost the job: who built them, the largest process's peak memory by now,
+  // and the digest of every node's image (the same whoever built them).
+  startup.producers = image->leader_produced() ? produced_by : 1;
+  int producers = startup.producers;
+  int64_t peak = PeakResidentBytes();
+  GRIDFEED_RETURN_IF_ERROR(parallel::MpiStatus(MPI_Bcast(&producers, 1, MPI_INT, 0, g.world()),
+                                               "MPI_Bcast(table producers)"));
+  GRIDFEED_RETURN_IF_ERROR(
+      parallel::MpiStatus(MPI_Allreduce(MPI_IN_PLACE, &peak, 1, MPI_INT64_T, MPI_MAX, g.world()),
+                          "MPI_Allreduce(peak memory)"));
+  startup.producers = producers;
+  startup.max_peak_rss_bytes = peak;
+  const auto& digests = image->node_digests();
+  startup.image_digest = digests.size() == 1
+                             ? digests[0]
+                             : XXH3_64bits(digests.data(), digests.size() * sizeof(uint64_t));
   GRIDFEED_RETURN_IF_ERROR(parallel::BroadcastString(g.world(), 0, &canonical));
   fingerprint = config::FingerprintOf(canonical);
   // Non-readers hold no tables but plan the same schedule: they learn the split's length.

@@ -33,6 +33,50 @@ Status SleepUntilDone(MPI_Request* request) {
 
 }  // namespace
 
+Status ExchangeBytes(MPI_Comm comm, std::span<const std::span<const std::byte>> send,
+                     std::vector<std::vector<std::byte>>* received) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  std::vector<uint64_t> out(static_cast<size_t>(size)), in(static_cast<size_t>(size));
+  for (int q = 0; q < size; ++q) out[q] = send[q].size();
+  GRIDFEED_RETURN_IF_ERROR(MpiStatus(
+      MPI_Alltoall(out.data(), 1, MPI_UINT64_T, in.data(), 1, MPI_UINT64_T, comm), "MPI_Alltoall"));
+  received->assign(static_cast<size_t>(size), {});
+  std::vector<MPI_Request> requests;
+  Status posted;
+  // Each pair's bytes in chunks below INT_MAX; both sides count the same chunks from the size.
+  for (int q = 0; q < size && posted.ok(); ++q) {
+    auto& r = (*received)[q];
+    r.resize(static_cast<size_t>(in[q]));
+    for (size_t at = 0; at < r.size() && posted.ok(); at += kChunk) {
+      requests.emplace_back();
+      posted = MpiStatus(MPI_Irecv(r.data() + at, static_cast<int>(std::min(kChunk, r.size() - at)),
+                                   MPI_BYTE, q, 705, comm, &requests.back()),
+                         "MPI_Irecv");
+    }
+  }
+  for (int q = 0; q < size && posted.ok(); ++q) {
+    for (size_t at = 0; at < send[q].size() && posted.ok(); at += kChunk) {
+      requests.emplace_back();
+      posted = MpiStatus(
+          MPI_Isend(send[q].data() + at, static_cast<int>(std::min(kChunk, send[q].size() - at)),
+                    MPI_BYTE, q, 705, comm, &requests.back()),
+          "MPI_Isend");
+    }
+  }
+  GRIDFEED_RETURN_IF_ERROR(posted);  // the communicator's handler returned: peers are told apart
+  auto delay = std::chrono::microseconds(20);
+  for (;;) {
+    int done = 0;
+    GRIDFEED_RETURN_IF_ERROR(MpiStatus(
+        MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE),
+        "MPI_Testall"));
+    if (done) return Status::Ok();
+    std::this_thread::sleep_for(delay);
+    delay = std::min<std::chrono::microseconds>(delay * 2, std::chrono::milliseconds(5));
+  }
+}
+
 Status SleepyBarrier(MPI_Comm comm) {
   MPI_Request request;
   GRIDFEED_RETURN_IF_ERROR(MpiStatus(MPI_Ibarrier(comm, &request), "MPI_Ibarrier"));

@@ -41,6 +41,12 @@ Status SendBytes(MPI_Comm comm, int dest, int tag, std::span<const std::byte> by
 // come the rank sleeps between tests, as in SleepyBarrier (the sender may be busy for long).
 Status SleepyReceiveBytes(MPI_Comm comm, int source, int tag, std::span<std::byte> bytes);
 
+// Collective on `comm`: every rank sends `send[q]` to rank q (any sizes, in chunks below
+// INT_MAX) and receives rank q's bytes for it in `(*received)[q]`, sleeping while it waits.
+// REQUIRES: send.size() == the communicator's size. An MPI failure is returned, not agreed.
+Status ExchangeBytes(MPI_Comm comm, std::span<const std::span<const std::byte>> send,
+                     std::vector<std::vector<std::byte>>* received);
+
 // Collective on `comm`: true on every rank iff every rank passed the same value.
 bool AllEqual(MPI_Comm comm, uint64_t value);
 

@@ -329,6 +329,79 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
                     /*digest_is_of_window=*/world0);
 }
 
+// Collective over the readers: the leaders learn every node's reader keys, make their own
+// nodes' images together (LeaderProducer::make, collective among them) while their peers
+// sleep, agree on the outcome, then fill and digest their windows.
+Status SharedImage::FillProduced(const Grid& grid, const LeaderProducer& produce, int reader_key,
+                                 Digest digest, const NodeSplit& nodes, double* build_seconds) {
+  std::vector<int> node_keys(static_cast<size_t>(readers_on_node_));
+  Status local =
+      MpiStatus(MPI_Gather(&reader_key, 1, MPI_INT, node_keys.data(), 1, MPI_INT, 0, node_comm_),
+                "MPI_Gather(reader keys)");
+  std::vector<std::vector<int>> keys;
+  if (local.ok() && node_rank_ == 0) {
+    std::vector<int> counts(static_cast<size_t>(num_nodes_)), displs;
+    local = MpiStatus(
+        MPI_Allgather(&readers_on_node_, 1, MPI_INT, counts.data(), 1, MPI_INT, leaders_comm_),
+        "MPI_Allgather(reader counts)");
+    int total = 0;
+    for (int c : counts) displs.push_back(total), total += c;
+    std::vector<int> all(static_cast<size_t>(total));
+    if (local.ok()) {
+      local = MpiStatus(MPI_Allgatherv(node_keys.data(), readers_on_node_, MPI_INT, all.data(),
+                                       counts.data(), displs.data(), MPI_INT, leaders_comm_),
+                        "MPI_Allgatherv(reader keys)");
+    }
+    for (size_t l = 0; l < counts.size(); ++l) {
+      keys.emplace_back(all.begin() + displs[l], all.begin() + displs[l] + counts[l]);
+    }
+  }
+  local = AgreeOnStatus(grid.reader_comm(), local, grid.world_rank());
+  if (!local.ok()) return local;  // agreed on every reader, before any leader produces
+  Stopwatch watch;
+  ImageProducer own;
+  if (node_rank_ == 0) {
+    int node = 0;
+    MPI_Comm_rank(leaders_comm_, &node);
+    try {
+      auto made = produce.make(leaders_comm_, node, keys);
+      if (made.ok()) {
+        own = std::move(made).value();
+      } else {
+        local = made.status();
+      }
+    } catch (const std::exception& e) {  // its contract forbids it; a message, not terminate
+      local = Internal(std::string("while producing this node's tables: ") + e.what());
+    }
+  }
+  *build_seconds = watch.Seconds();
+  uint64_t size = own.size;
+  const Status slept = SleepyBarrier(node_comm_);  // peers sleep while their leader produces
+  if (local.ok()) local = slept;
+  const Status told =
+      MpiStatus(MPI_Bcast(&size, 1, MPI_UINT64_T, 0, node_comm_), "MPI_Bcast(node image size)");
+  if (local.ok()) local = told;
+  local = AgreeOnStatus(grid.reader_comm(), local, grid.world_rank());
+  if (!local.ok()) return local;
+  std::byte* base = nullptr;
+  local = AllocateWindow(grid.reader_comm(), grid.world_rank(), size, &base, /*prefault=*/true);
+  if (!local.ok()) return local;  // agreed on every reader
+  uint64_t expected = 0;
+  if (node_rank_ == 0) {
+    try {
+      own.write(base);
+      expected = digest(std::span<const std::byte>(base, size), own.untouched);
+    } catch (const std::exception& e) {
+      local = Internal(std::string("while writing this node's tables: ") + e.what());
+    }
+  }
+  own = ImageProducer();
+  leader_produced_ = true;
+  // The leader's digest is of its own window: checked again only where a test corrupts it.
+  return FinishNode(grid, digest, nodes, base, size, expected, local,
+                    /*digest_is_of_window=*/true);
+}
+
 // Collective over the readers (every reader, whatever `local` says): the leader checks its
 // copy's digest, the leaders report their readers to world rank 0, the node's peers read only
 // after their leader filled the window (they sleep while it writes) and learn its digest.
@@ -364,6 +437,11 @@ Status SharedImage::FinishNode(const Grid& grid, Digest digest, const NodeSplit&
                              leaders_comm_),
                   "MPI_Gather(readers per node)");
     if (local.ok()) local = gathered;
+    if (grid.world_rank() == 0) node_digests_.assign(num_nodes_, 0);
+    const Status digests = MpiStatus(MPI_Gather(&expected, 1, MPI_UINT64_T, node_digests_.data(), 1,
+                                                MPI_UINT64_T, 0, leaders_comm_),
+                                     "MPI_Gather(node digests)");
+    if (local.ok()) local = digests;
   }
   const Status filled = SleepyBarrier(node_comm_);
   if (local.ok()) local = filled;
@@ -381,8 +459,8 @@ Status SharedImage::FinishNode(const Grid& grid, Digest digest, const NodeSplit&
 Result<std::unique_ptr<SharedImage>> SharedImage::Distribute(const Grid& grid,
                                                              const MakeProducer& make,
                                                              Digest digest, DistributeTimes* times,
-                                                             const NodeSplit& nodes,
-                                                             int reader_key) {
+                                                             const NodeSplit& nodes, int reader_key,
+                                                             const LeaderProducer* leaders) {
   std::unique_ptr<SharedImage> st(new SharedImage());
   MPI_Comm world = grid.world();
   Stopwatch watch;
@@ -390,11 +468,20 @@ Result<std::unique_ptr<SharedImage>> SharedImage::Distribute(const Grid& grid,
   const Status split = grid.is_reader() ? st->SplitNodes(grid, nodes) : Status::Ok();
   GRIDFEED_RETURN_IF_ERROR(AgreeOnStatus(world, split, grid.world_rank()));
   const double split_seconds = watch.Lap();
-  // 2. Rank 0 builds; everyone learns the outcome from a fixed header first.
+  // 2. Rank 0 builds; everyone learns the outcome from a fixed header first. Or the leaders
+  // build together (their way is a function of the node count, which world rank 0 tells all).
+  bool produced = false;
+  if (leaders) {
+    int num_nodes = st->num_nodes_;
+    GRIDFEED_RETURN_IF_ERROR(
+        MpiStatus(MPI_Bcast(&num_nodes, 1, MPI_INT, 0, world), "MPI_Bcast(node count)"));
+    produced = leaders->wanted(num_nodes);
+  }
   ImageProducer producer;
   Status built;
-  uint64_t header[2] = {0, 0};  // the whole image's size; 1 when each node gets its own
-  if (grid.world_rank() == 0) {
+  // The whole image's size; 1 when each node gets its own from world rank 0, 2 from its leader.
+  uint64_t header[2] = {0, produced ? uint64_t{2} : 0};
+  if (grid.world_rank() == 0 && !produced) {
     auto r = make(st->num_nodes_);
     if (r.ok()) {
       producer = std::move(r).value();
@@ -406,17 +493,24 @@ Result<std::unique_ptr<SharedImage>> SharedImage::Distribute(const Grid& grid,
   }
   const double build_seconds = watch.Lap();
   // The others wait here for the build without polling (every rank, whatever the outcome).
-  GRIDFEED_RETURN_IF_ERROR(SleepyBarrier(world));
-  GRIDFEED_RETURN_IF_ERROR(BroadcastStatus(world, 0, built));
-  GRIDFEED_RETURN_IF_ERROR(
-      MpiStatus(MPI_Bcast(header, 2, MPI_UINT64_T, 0, world), "MPI_Bcast(table header)"));
+  if (!produced) {
+    GRIDFEED_RETURN_IF_ERROR(SleepyBarrier(world));
+    GRIDFEED_RETURN_IF_ERROR(BroadcastStatus(world, 0, built));
+    GRIDFEED_RETURN_IF_ERROR(
+        MpiStatus(MPI_Bcast(header, 2, MPI_UINT64_T, 0, world), "MPI_Bcast(table header)"));
+  }
   // 3. The image goes to the readers' windows.
   double write_seconds = 0;  // rank 0 writing the image(s)
   Status local;
+  double produce_seconds = 0;  // a leader making its node's image with the others
   if (grid.is_reader()) {
-    local = header[1] == 1
-                ? st->FillPerNode(grid, producer, reader_key, digest, nodes, &write_seconds)
-                : st->FillWhole(grid, producer, header[0], digest, nodes, &write_seconds);
+    if (header[1] == 2) {
+      local = st->FillProduced(grid, *leaders, reader_key, digest, nodes, &produce_seconds);
+    } else if (header[1] == 1) {
+      local = st->FillPerNode(grid, producer, reader_key, digest, nodes, &write_seconds);
+    } else {
+      local = st->FillWhole(grid, producer, header[0], digest, nodes, &write_seconds);
+    }
   }
   // Ranks done early (non-readers; nodes filled before others) sleep until all are done.
   const Status all_done = SleepyBarrier(world);
@@ -427,8 +521,8 @@ Result<std::unique_ptr<SharedImage>> SharedImage::Distribute(const Grid& grid,
       MpiStatus(MPI_Bcast(&num_nodes, 1, MPI_INT, 0, world), "MPI_Bcast(node count)"));
   st->num_nodes_ = num_nodes;
   if (times) {
-    times->build_seconds = build_seconds + write_seconds;
-    times->broadcast_seconds = split_seconds + watch.Lap() - write_seconds;
+    times->build_seconds = build_seconds + write_seconds + produce_seconds;
+    times->broadcast_seconds = split_seconds + watch.Lap() - write_seconds - produce_seconds;
   }
   return st;
 }

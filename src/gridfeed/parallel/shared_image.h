@@ -34,6 +34,21 @@ struct ImageProducer {
   std::function<Result<ImageProducer>(int node, const std::vector<int>& keys)> per_node;
 };
 
+// Many producers: every node leader makes its own node's image together with the other leaders
+// (the build divided among them, order/node_image.h), instead of world rank 0 making them all.
+struct LeaderProducer {
+  // Whether the leaders produce with `num_nodes` nodes: the same answer on every rank.
+  std::function<bool(int num_nodes)> wanted;
+  // On every leader, collective over `leaders` (world rank 0's leader is rank 0 there): the
+  // image of node `node` (its rank among the leaders), given every node's reader keys in leader
+  // order. It agrees on its own failures among the leaders before each exchange, so every
+  // leader leaves it; an error it returns on some leaders only is agreed by Distribute. It
+  // must not throw.
+  std::function<Result<ImageProducer>(MPI_Comm leaders, int node,
+                                      const std::vector<std::vector<int>>& keys)>
+      make;
+};
+
 // How readers are grouped into nodes (one shared window and one leader per node).
 struct NodeSplit {
   // 0: the machine's real nodes (MPI_COMM_TYPE_SHARED). N > 0, for tests on one machine:
@@ -68,10 +83,12 @@ class SharedImage {
   // (of what it received) and on world rank 0 (of what it sent). Every rank returns the same
   // status: rank 0's error ("rank 0 (table build): ..."), or a digest mismatch or MPI failure
   // on any reader. `reader_key`: what this reader tells a per-node producer (e.g. its DP rank).
+  // `leaders`: where it wants to, the leaders make the node images (`make` then runs nowhere).
   static Result<std::unique_ptr<SharedImage>> Distribute(const Grid& grid, const MakeProducer& make,
                                                          Digest digest, DistributeTimes* times,
                                                          const NodeSplit& nodes = {},
-                                                         int reader_key = 0);
+                                                         int reader_key = 0,
+                                                         const LeaderProducer* leaders = nullptr);
   // Frees the window: collective over the readers of the node (all readers destroy together).
   // While an exception unwinds it frees nothing, so a rank never waits for peers alone.
   ~SharedImage();
@@ -91,6 +108,10 @@ class SharedImage {
   int num_nodes() const { return num_nodes_; }
   // Readers of each node in leader order (world rank 0's node first); on world rank 0 only.
   const std::vector<int>& readers_per_node() const { return readers_per_node_; }
+  // Each node's image digest in leader order, on world rank 0 only (0 where none was taken).
+  const std::vector<uint64_t>& node_digests() const { return node_digests_; }
+  // Whether the leaders made the node images (LeaderProducer).
+  bool leader_produced() const { return leader_produced_; }
 
  private:
   SharedImage() = default;
@@ -102,6 +123,8 @@ class SharedImage {
                    const NodeSplit& nodes, double* write_seconds);
   Status FillPerNode(const Grid& grid, ImageProducer& producer, int reader_key, Digest digest,
                      const NodeSplit& nodes, double* write_seconds);
+  Status FillProduced(const Grid& grid, const LeaderProducer& produce, int reader_key,
+                      Digest digest, const NodeSplit& nodes, double* build_seconds);
   Status FinishNode(const Grid& grid, Digest digest, const NodeSplit& nodes, std::byte* base,
                     uint64_t size, uint64_t expected, Status local, bool digest_is_of_window);
   int NodeNumber(const Grid& grid, const NodeSplit& nodes) const;  // on a leader
@@ -116,6 +139,8 @@ class SharedImage {
   bool node_has_world0_ = false;  // this node's readers include world rank 0
   int num_nodes_ = 0;
   std::vector<int> readers_per_node_;
+  std::vector<uint64_t> node_digests_;
+  bool leader_produced_ = false;
 };
 
 }  // namespace gridfeed::parallel

@@ -1,0 +1,227 @@
+// Many producers (--table-producers): the node leaders build the node images together. Each
+// builds the blend and its share of the stores' tables, cuts every node's sections from them,
+// and assembles its own node's image from every producer's sections (order/node_image.h).
+// Every exchange among the leaders is preceded by an agreement on every leader's status, so a
+// producer's failure ends the start-up on every rank with its message instead of a wait.
+#include <csignal>
+#include <exception>
+#include <new>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "gridfeed/config/canonical.h"
+#include "gridfeed/core/log.h"
+#include "gridfeed/core/memory_usage.h"
+#include "gridfeed/feed/feeder_impl.h"
+#include "gridfeed/io/file_util.h"
+#include "gridfeed/order/node_image.h"
+#include "gridfeed/parallel/agree.h"
+
+namespace gridfeed::feed {
+
+namespace {
+
+// A step's exceptions (bad_alloc included) as its error.
+template <typename Step>
+Status Guarded(Step&& step) {
+  try {
+    return step();
+  } catch (const std::bad_alloc&) {
+    return Internal("out of memory while building the tables");
+  } catch (const std::exception& e) {
+    return Internal(std::string("while building the tables: ") + e.what());
+  }
+}
+
+// Collective on `comm`: every rank's `mine`, concatenated in rank order, on every rank.
+template <typename T>
+Status AllGatherVector(MPI_Comm comm, MPI_Datatype type, const std::vector<T>& mine,
+                       std::vector<T>* all) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  const int count = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<size_t>(size)), displs;
+  GRIDFEED_RETURN_IF_ERROR(parallel::MpiStatus(
+      MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm), "MPI_Allgather"));
+  int64_t total = 0;
+  for (int c : counts) displs.push_back(static_cast<int>(total)), total += c;
+  if (total > std::numeric_limits<int>::max()) return Internal("too many facts to gather");
+  all->resize(static_cast<size_t>(total));
+  return parallel::MpiStatus(MPI_Allgatherv(mine.data(), count, type, all->data(), counts.data(),
+                                            displs.data(), type, comm),
+                             "MPI_Allgatherv");
+}
+
+// A producer's memory at a phase's end, for whoever profiles it (GRIDFEED_LOG_LEVEL=DEBUG).
+void LogMemory(int node, const char* phase) {
+  if (!log::Enabled(log::Level::kDebug)) return;
+  log::Debug("table producer " + std::to_string(node) + " after " + phase + ": resident " +
+             std::to_string(ResidentBytes() / 1000000) + " MB, peak " +
+             std::to_string(PeakResidentBytes() / 1000000) + " MB");
+}
+
+}  // namespace
+
+bool Feeder::Impl::LeadersProduce(int num_nodes) const {
+  const std::string& mode = options.feed.node_window;
+  const bool node_images = mode == "reads" || (mode == "auto" && num_nodes > 1);
+  if (!node_images || options.data.dataloader_type != "single" || pipeline->amendable()) {
+    return false;
+  }
+  const auto producers = config::TableProducers(options.feed, num_nodes);
+  if (!producers.ok() || *producers < 2) return false;
+  const auto stores = pipeline->DividedStores();
+  return stores.ok() && !stores->empty();
+}
+
+Result<parallel::ImageProducer> Feeder::Impl::ProduceNodeImage(
+    MPI_Comm leaders, int node, const std::vector<std::vector<int>>& keys, int64_t* facts) {
+  const int world_rank = grid->world_rank();
+  LogMemory(node, "start-up");
+  int num_leaders = 0;
+  MPI_Comm_size(leaders, &num_leaders);
+  auto agree = [&](const Status& st) { return parallel::AgreeOnStatus(leaders, st, world_rank); };
+  const std::string who = "table producer " + std::to_string(node);
+
+  // 1. World rank 0 divides the stores by their index bytes and tells the others, with the
+  //    cursor the schedule starts from.
+  std::vector<std::string> stores;
+  int producers = 1;
+  Status st = Guarded([&]() -> Status {
+    GRIDFEED_ASSIGN_OR_RETURN(stores, pipeline->DividedStores());
+    GRIDFEED_ASSIGN_OR_RETURN(producers, config::TableProducers(options.feed, num_leaders));
+    return Status::Ok();
+  });
+  std::vector<int> owner(stores.size(), 0);
+  int64_t start = 0;
+  if (node == 0 && st.ok()) {
+    st = Guarded([&] {
+      std::vector<uint64_t> costs;
+      for (const auto& s : stores) {
+        const auto bytes = io::FileSize(s + ".idx");  // a missing one fails its producer's open
+        costs.push_back(bytes.ok() ? static_cast<uint64_t>(*bytes) : 0);
+      }
+      owner = order::PlanProducers(costs, producers);
+      start = ExpectedStart();
+      return Status::Ok();
+    });
+  }
+  GRIDFEED_RETURN_IF_ERROR(agree(st));
+  GRIDFEED_RETURN_IF_ERROR(parallel::MpiStatus(
+      MPI_Bcast(owner.data(), static_cast<int>(owner.size()), MPI_INT, 0, leaders),
+      "MPI_Bcast(table producers' stores)"));
+  GRIDFEED_RETURN_IF_ERROR(parallel::MpiStatus(MPI_Bcast(&start, 1, MPI_INT64_T, 0, leaders),
+                                               "MPI_Bcast(schedule start)"));
+
+  // 2. This producer's share: the blend and its own stores' tables.
+  std::unordered_map<std::string, int> owner_of;
+  for (size_t s = 0; s < stores.size(); ++s) owner_of[stores[s]] = owner[s];
+  std::unique_ptr<order::BuiltOrder> share;
+  st = Guarded([&]() -> Status {
+    if (node == options.feed.testing_kill_producer) std::raise(SIGKILL);  // a test's crash
+    if (node == options.feed.testing_fail_producer) {
+      return Internal("cannot build its share (injected by test)");
+    }
+    GRIDFEED_ASSIGN_OR_RETURN(share, pipeline->BuildShare([&](const std::string& prefix) {
+      const auto it = owner_of.find(prefix);
+      return it != owner_of.end() && it->second == node;
+    }));
+    return Status::Ok();
+  });
+  if (!st.ok()) st = st.WithContext(who);
+  GRIDFEED_RETURN_IF_ERROR(parallel::SleepyBarrier(leaders));  // the quick ones sleep
+  GRIDFEED_RETURN_IF_ERROR(agree(st));
+
+  LogMemory(node, "its share");
+  // 3. Every producer learns the other producers' mids (ranges, samples per epoch).
+  std::vector<int64_t> all_facts;
+  GRIDFEED_RETURN_IF_ERROR(AllGatherVector(leaders, MPI_INT64_T, share->ShareFacts(), &all_facts));
+  int64_t length = 0;
+  st = Guarded([&]() -> Status {
+    GRIDFEED_RETURN_IF_ERROR(share->AdoptShareFacts(all_facts));
+    length = share->view().length(split);
+    if (length == 0) {
+      return FailedPrecondition("the " + options.feed.split_name +
+                                " split is empty with this --split");
+    }
+    return Status::Ok();
+  });
+  GRIDFEED_RETURN_IF_ERROR(agree(st));
+
+  // 4. World rank 0 names the data by every producer's facts of its stores (the canonical text
+  //    one producer's build gives).
+  std::vector<char> mine_text;
+  st = Guarded([&] {
+    const std::string text = share->DataFacts();
+    mine_text.assign(text.begin(), text.end());
+    mine_text.push_back('\0');
+    return Status::Ok();
+  });
+  GRIDFEED_RETURN_IF_ERROR(agree(st));
+  std::vector<char> texts;
+  GRIDFEED_RETURN_IF_ERROR(AllGatherVector(leaders, MPI_CHAR, mine_text, &texts));
+  if (node == 0) {
+    st = Guarded([&] {
+      nlohmann::json data = nlohmann::json::object();
+      for (size_t at = 0; at < texts.size();) {
+        const std::string text(texts.data() + at);
+        data.update(nlohmann::json::parse(text));
+        at += text.size() + 1;
+      }
+      canonical = config::CanonicalText(options.data, data.dump());
+      built_stores = share->OpenedStores();
+      facts[0] = length;
+      facts[1] = start;
+      return Status::Ok();
+    });
+  }
+  GRIDFEED_RETURN_IF_ERROR(agree(st));
+
+  // 5. Every node's sections of this producer's sources, then the exchange.
+  order::ScheduleOptions s;
+  s.total_samples = length;
+  s.micro_batch_size = options.batch.micro_batch_size;
+  s.dp_size = grid->dp_size();
+  s.global_batch_size = options.batch.global_batch_size;
+  s.start_consumed = start;
+  std::vector<std::vector<std::byte>> sections(static_cast<size_t>(num_leaders));
+  std::optional<order::ReadSchedule> from;
+  st = Guarded([&]() -> Status {
+    GRIDFEED_ASSIGN_OR_RETURN(from, order::ReadSchedule::Create(s));
+    for (int n = 0; n < num_leaders; ++n) {
+      GRIDFEED_ASSIGN_OR_RETURN(sections[n],
+                                share->NodeSections(split, from->PositionsOf(keys[n]), node));
+      if (node == options.feed.testing_corrupt_sections_producer && !sections[n].empty()) {
+        sections[n].back() ^= std::byte{0x01};  // injected by a test, after the digest
+      }
+    }
+    return Status::Ok();
+  });
+  if (!st.ok()) st = st.WithContext(who);
+  GRIDFEED_RETURN_IF_ERROR(agree(st));
+  share->ReleaseShareTables();
+  LogMemory(node, "the sections");
+  std::vector<std::span<const std::byte>> out(sections.begin(), sections.end());
+  std::vector<std::vector<std::byte>> received;
+  GRIDFEED_RETURN_IF_ERROR(parallel::ExchangeBytes(leaders, out, &received));
+  out.clear();
+  sections.clear();
+  LogMemory(node, "the exchange");
+
+  // 6. This node's image from every producer's sections (Distribute agrees on the outcome).
+  std::shared_ptr<order::ImageWriter> writer;
+  st = Guarded([&]() -> Status {
+    GRIDFEED_ASSIGN_OR_RETURN(writer, share->AssembleNodeImage(split, from->PositionsOf(keys[node]),
+                                                               node == 0, std::move(received)));
+    return Status::Ok();
+  });
+  if (!st.ok()) return st.WithContext("node " + std::to_string(node) + "'s table image");
+  LogMemory(node, "the assembly");
+  produced_by = producers;
+  return parallel::ImageProducer{writer->size(),
+                                 [writer](std::byte* dst) { writer->WriteTo(dst); },
+                                 writer->leaves_dst_untouched(),
+                                 {}};
+}
+
+}  // namespace gridfeed::feed

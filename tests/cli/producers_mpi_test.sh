@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Many table producers (--table-producers; order/node_image.h) on simulated nodes: the node
+# leaders build a weighted blend's tables together, each its share of the stores, and every
+# node's image is byte for byte the one world rank 0 alone makes. Checks: the image digest and
+# every rank's dump equal one producer's at 4 x 2 and 2 x 4; one real node keeps one producer;
+# a producer that fails, sends changed sections or dies ends the job on every rank, promptly,
+# with a message naming it; a bad value is refused on every rank.
+set -euo pipefail
+GRIDFEED=$(realpath "$1")
+GOLDEN=$(realpath "$2")
+WORK=$(mktemp -d /tmp/gridfeed_producers.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
+cd "$GOLDEN"
+FLAGS=(--data-path 0.4 corpora/corpus_u16 0.3 corpora/corpus_i32 0.2 corpora/corpus_multi
+       0.1 corpora/corpus_tiny --split 100,0,0 --seq-length 64 --train-samples 3000
+       --valid-samples 0 --test-samples 0 --micro-batch-size 4 --global-batch-size 32
+       --train-iters 4 --consumed-samples 64)
+fail() { echo "FAIL: $*" >&2; exit 1; }
+run8() {  # run8 NAME ARGS...: 8 ranks, output in $WORK/NAME.out
+  local name=$1
+  shift
+  timeout 120 mpirun -n 8 --oversubscribe "$GRIDFEED" run "${FLAGS[@]}" "$@" \
+    > "$WORK/$name.out" 2>&1
+}
+built_by() { sed -n 's/^tables built by \([0-9]*\) producers\{0,1\};.*image digest \([0-9a-f]*\)$/\1 \2/p' "$1"; }
+
+# 1. One producer and many give the same images and the same samples on every rank.
+for per in 2 4; do
+  nodes=$((8 / per))
+  run8 "one$per" --testing-ranks-per-node "$per" --table-producers 1 --dump "$WORK/one$per" ||
+    { cat "$WORK/one$per.out"; fail "$nodes nodes, one producer: run failed"; }
+  run8 "many$per" --testing-ranks-per-node "$per" --dump "$WORK/many$per" ||
+    { cat "$WORK/many$per.out"; fail "$nodes nodes, auto producers: run failed"; }
+  read -r p1 d1 <<< "$(built_by "$WORK/one$per.out")"
+  read -r pn dn <<< "$(built_by "$WORK/many$per.out")"
+  [ "$p1" = 1 ] || { cat "$WORK/one$per.out"; fail "--table-producers 1: built by '$p1'"; }
+  [ "$pn" = "$nodes" ] || { cat "$WORK/many$per.out"; fail "auto on $nodes nodes: built by '$pn'"; }
+  [ -n "$d1" ] && [ "$d1" = "$dn" ] || fail "$nodes nodes: image digest $d1 (one) != $dn (many)"
+  diff -r "$WORK/one$per" "$WORK/many$per" > "$WORK/diff$per" ||
+    { head "$WORK/diff$per"; fail "$nodes nodes: dumps differ between one and $pn producers"; }
+  echo "$nodes nodes: $pn producers, image digest $dn and 8 dumps identical to one producer's"
+  [ "$per" = 2 ] && digest4=$d1
+done
+run8 three --testing-ranks-per-node 2 --table-producers 3
+read -r p3 d3 <<< "$(built_by "$WORK/three.out")"
+[ "$p3" = 3 ] && [ "$d3" = "$digest4" ] || { cat "$WORK/three.out"; fail "3 producers: '$p3' '$d3'"; }
+run8 real
+[ "$(built_by "$WORK/real.out" | cut -d' ' -f1)" = 1 ] ||
+  { cat "$WORK/real.out"; fail "one real node: expected one producer"; }
+echo "3 of 4 producers: same digest; one real node: one producer"
+
+# 2. Faults: every rank ends non-zero, well within the timeout, naming the producer.
+expect_all() {  # expect_all NAME PATTERN: the same error, naming it, on all 8 ranks
+  local out="$WORK/$1.out"
+  local n
+  n=$(grep -c "^gridfeed run: error (rank [0-7]): .*$2" "$out" || true)
+  [ "$n" -eq 8 ] || { cat "$out"; fail "$1: expected '$2' on 8 ranks, got $n"; }
+  [ "$(grep "^gridfeed run: error" "$out" | sed 's/^gridfeed run: error (rank [0-7]): //' |
+       sort -u | wc -l)" -eq 1 ] || { cat "$out"; fail "$1: ranks ended with different errors"; }
+}
+fault() {  # fault NAME ARGS...: runs, expecting a prompt non-zero end; sets $rc
+  local name=$1
+  shift
+  local start
+  start=$(date +%s)
+  set +e
+  run8 "$name" --testing-ranks-per-node 2 "$@"
+  rc=$?
+  set -e
+  [ "$rc" -ne 0 ] || { cat "$WORK/$name.out"; fail "$name: the job succeeded"; }
+  [ "$rc" -ne 124 ] || { cat "$WORK/$name.out"; fail "$name: the job hung"; }
+  [ $(( $(date +%s) - start )) -lt 60 ] || fail "$name: the job took too long to end"
+}
+fault failed --testing-fail-producer 2
+expect_all failed "rank 4: table producer 2: cannot build its share (injected by test)"
+fault changed --testing-corrupt-sections-producer 1
+expect_all changed "the sections from producer 1 fail their digest (changed on the way?): refused"
+fault killed --testing-kill-producer 3
+grep -q "process rank 6 .*exited on signal 9" "$WORK/killed.out" ||
+  { cat "$WORK/killed.out"; fail "killed producer: mpirun did not name world rank 6"; }
+fault bad --table-producers 0
+expect_all bad "--table-producers must be auto or a count in \[1, 2^20\], got '0'"
+echo "faults: failed, changed and killed producers end the job promptly, naming them"
+echo "cli producers: ok"
