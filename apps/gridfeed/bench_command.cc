@@ -21,6 +21,7 @@
 #include "commands.h"
 #include "gridfeed/config/flags.h"
 #include "gridfeed/core/log.h"
+#include "gridfeed/core/memory_usage.h"
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/feed/feeder.h"
 #include "gridfeed/order/registry.h"
@@ -48,6 +49,7 @@ double CpuSeconds() {
 
 // Collective on the world: the feeder's start-up on every rank; the report on world rank 0.
 Status MeasureStartup(const config::JobOptions& options, int world_rank, StartupFacts* out) {
+  ResetPeakResident();  // the start-up's own peak, not rank 0's measurement before it
   GRIDFEED_RETURN_IF_ERROR(parallel::SleepyBarrier(MPI_COMM_WORLD));  // a common start
   const double cpu_before = CpuSeconds();
   Stopwatch watch;
@@ -83,6 +85,9 @@ Status MeasureStartup(const config::JobOptions& options, int world_rank, Startup
   out->cpu_others_seconds = others_sum;
   out->nodes = f->num_nodes();
   out->node_window_bytes = largest_window;
+  out->producers = s.producers;
+  out->max_peak_rss_bytes = s.max_peak_rss_bytes;
+  out->image_digest = s.image_digest;
   for (int n : f->readers_per_node()) out->readers += n;  // world rank 0's list
   return Status::Ok();  // ~Feeder here, on every rank (collective)
 }

@@ -12,6 +12,7 @@
 #include "gridfeed/core/memory_usage.h"
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/order/assembly_floor.h"
+#include "gridfeed/order/image_writer.h"
 #include "gridfeed/order/pipeline.h"
 #include "gridfeed/order/registry.h"
 
@@ -92,6 +93,7 @@ Status Measure(const config::JobOptions& options, int64_t samples, BenchReport* 
   b.image_write_seconds = watch.Lap();
   b.peak_rss_bytes = PeakRssBytes();
   const std::span<const std::byte> bytes(image.get(), b.image_bytes);
+  b.image_digest = order::ImageDigest(bytes);
   GRIDFEED_ASSIGN_OR_RETURN(b.table_bytes, kind.table_bytes(options, bytes));
 
   // A reader's view of the image. The build checked the token stores in full on this process,

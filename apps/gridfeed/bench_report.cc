@@ -130,6 +130,10 @@ std::string ReportText(const BenchReport& r) {
     Row(&out, "CPU", s);
     Row(&out, "node windows",
         std::to_string(t.nodes) + ", the largest " + Bytes(t.node_window_bytes));
+    Row(&out, "table producers",
+        std::to_string(t.producers) + "; the largest peak RSS of any rank " +
+            (t.max_peak_rss_bytes < 0 ? std::string("unknown")
+                                      : Bytes(static_cast<uint64_t>(t.max_peak_rss_bytes))));
   }
   if (r.projection) {
     const ProjectionFacts& p = *r.projection;
@@ -155,6 +159,14 @@ std::string ReportText(const BenchReport& r) {
   return out;
 }
 
+namespace {
+std::string Hex(uint64_t v) {
+  char s[17];
+  std::snprintf(s, sizeof(s), "%016llx", static_cast<unsigned long long>(v));
+  return s;
+}
+}  // namespace
+
 std::string ReportJson(const BenchReport& r) {
   const BuildFacts& b = r.build;
   const AssemblyFacts& a = r.assembly;
@@ -170,7 +182,12 @@ std::string ReportJson(const BenchReport& r) {
         {"image_bytes", b.image_bytes},
         {"rss_before_bytes", b.rss_before_bytes},
         {"peak_rss_bytes", b.peak_rss_bytes},
-        {"peak_since_build", b.peak_since_build}}},
+        {"peak_since_build", b.peak_since_build},
+        {"producers", r.startup ? r.startup->producers : 1},
+        {"max_producer_peak_bytes",
+         r.startup ? r.startup->max_peak_rss_bytes : static_cast<int64_t>(b.peak_rss_bytes)},
+        {"image_digest", Hex(r.startup && r.startup->image_digest != 0 ? r.startup->image_digest
+                                                                       : b.image_digest)}}},
       {"assembly",
        {{"samples", a.samples},
         {"split_length", a.split_length},

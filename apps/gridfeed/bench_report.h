@@ -19,6 +19,7 @@ struct BuildFacts {
   uint64_t rss_before_bytes = 0;   // resident set when the build started
   uint64_t peak_rss_bytes = 0;     // high-water mark of the resident set, build + image
   bool peak_since_build = false;   // the mark was reset at the build (else: process lifetime)
+  uint64_t image_digest = 0;       // order::ImageDigest of the whole image
 };
 
 // One reader (world rank 0, one thread) over consecutive positions of the split, then the
@@ -44,6 +45,12 @@ struct StartupFacts {
   int nodes = 0;
   uint64_t node_window_bytes = 0;
   int readers = 0;  // reader ranks in all (the ranks holding a window's view), summed over nodes
+  // Who built the tables (--table-producers), the largest peak resident set of any rank during
+  // the start-up (each rank's mark reset before it), and the digest of the image the nodes hold
+  // (feed::StartupTimes::image_digest; 0 where none was taken).
+  int producers = 1;
+  int64_t max_peak_rss_bytes = -1;
+  uint64_t image_digest = 0;
 };
 
 // A projection of the start-up onto another grid (--project-nodes N --project-dp D), from this

@@ -50,6 +50,24 @@ run8 real
   { cat "$WORK/real.out"; fail "one real node: expected one producer"; }
 echo "3 of 4 producers: same digest; one real node: one producer"
 
+# 1b. bench --json at 8 simulated nodes of 2 ranks reports who built the tables, the largest
+#     process's peak memory and the image digest, the same digest either way.
+for p in 1 auto; do
+  timeout 120 mpirun -n 16 --oversubscribe "$GRIDFEED" bench "${FLAGS[@]}" --samples 100 \
+    --global-batch-size 64 --testing-ranks-per-node 2 --table-producers "$p" --json \
+    > "$WORK/bench.$p.json" 2> "$WORK/bench.err" || { cat "$WORK/bench.err"; fail "bench $p"; }
+done
+/usr/bin/python3 - "$WORK/bench.1.json" "$WORK/bench.auto.json" <<'PY' ||
+import json, sys
+one, many = (json.load(open(p))["build"] for p in sys.argv[1:3])
+assert one["producers"] == 1 and many["producers"] == 8, (one, many)
+assert one["image_digest"] == many["image_digest"] != "0" * 16, (one, many)
+assert one["max_producer_peak_bytes"] > 0 and many["max_producer_peak_bytes"] > 0, (one, many)
+print(f"bench: 8 producers, image digest {many['image_digest']} as one producer's; largest "
+      f"peak {many['max_producer_peak_bytes']} B against {one['max_producer_peak_bytes']} B")
+PY
+  fail "bench JSON with producers (see above)"
+
 # 2. Faults: every rank ends non-zero, well within the timeout, naming the producer.
 expect_all() {  # expect_all NAME PATTERN: the same error, naming it, on all 8 ranks
   local out="$WORK/$1.out"
