@@ -36,7 +36,8 @@ constexpr int64_t kMaxBenchSamples = 100'000'000;
 struct BenchArgs {
   int64_t samples = 0;
   bool json = false;
-  int64_t project_nodes = 0, project_dp = 0;  // 0: no projection
+  int64_t project_nodes = 0, project_dp = 0;    // 0: no projection
+  double project_scale = 1, project_cores = 0;  // the corpus x scale; cores per node (0: ours)
 };
 
 // User + system CPU seconds of this process (all its threads).
@@ -112,6 +113,13 @@ Status Bench(const BenchArgs& a, const config::OptionFlags& flags) {
         InvalidArgument("--project-nodes and --project-dp go together, each at least 1; got " +
                         std::to_string(a.project_nodes) + " and " + std::to_string(a.project_dp));
   }
+  if (valid.ok() && !(a.project_scale > 0 && a.project_scale <= 1e9 && a.project_cores >= 0 &&
+                      a.project_cores <= 1e6)) {
+    valid = InvalidArgument(
+        "--project-scale must be in (0, 10^9] and --project-cores-per-node in "
+        "[0, 10^6], got " +
+        std::to_string(a.project_scale) + " and " + std::to_string(a.project_cores));
+  }
   if (valid.ok() && a.project_nodes > 0 && world_size < 2) {
     valid = FailedPrecondition(
         "--project-nodes needs a broadcast between nodes measured in this run: run bench under "
@@ -153,7 +161,7 @@ Status Bench(const BenchArgs& a, const config::OptionFlags& flags) {
     // On world rank 0, where the start-up was reduced; the outcome is agreed.
     Status projected;
     if (world_rank == 0) {
-      auto p = Project(report, a.project_nodes, a.project_dp);
+      auto p = Project(report, a.project_nodes, a.project_dp, a.project_scale, a.project_cores);
       if (p.ok()) {
         report.projection = *p;
       } else {
@@ -186,6 +194,12 @@ Runner RegisterBench(CLI::App& app) {
   sub->add_option("--project-nodes", a->project_nodes,
                   "Project the start-up onto this many nodes (with --project-dp; under mpirun on "
                   "2+ nodes): a projection from this run's measured start-up, not a measurement");
+  sub->add_option("--project-scale", a->project_scale,
+                  "With node windows and a divided build: project a corpus this many times this "
+                  "one (documents and samples), built by one producer per node");
+  sub->add_option("--project-cores-per-node", a->project_cores,
+                  "Cores per projected node (0: this process's build threads); simulated nodes "
+                  "on one machine share its cores: cores / nodes");
   sub->add_option("--project-dp", a->project_dp,
                   "The data-parallel size of the projected grid (this run's TP, PP and CP kept)");
   return [a, flags]() -> Status {

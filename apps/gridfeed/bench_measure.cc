@@ -11,6 +11,7 @@
 
 #include "gridfeed/core/memory_usage.h"
 #include "gridfeed/core/stopwatch.h"
+#include "gridfeed/io/file_util.h"
 #include "gridfeed/order/assembly_floor.h"
 #include "gridfeed/order/image_writer.h"
 #include "gridfeed/order/pipeline.h"
@@ -70,6 +71,32 @@ void TimeAssembly(const order::OrderView& view, order::AssemblyFloor& floor, ord
   out->tokens_per_sample = floor.tokens_per_sample();
 }
 
+// What a projection of many producers scales (BuildFacts): the build's phases, each divided
+// store's index bytes, and a node image's bytes per held sample, from the node image of every
+// 16th run of 64 positions (a DP share's shape) next to an empty one.
+Status MeasureSections(const config::JobOptions& options, const order::Pipeline& pipeline,
+                       order::BuiltOrder& built, BuildFacts* b) {
+  b->phases = built.Phases();
+  GRIDFEED_ASSIGN_OR_RETURN(std::vector<std::string> stores, pipeline.DividedStores());
+  for (const auto& s : stores) {
+    const auto bytes = io::FileSize(s + ".idx");
+    b->store_index_bytes.push_back(bytes.ok() ? static_cast<uint64_t>(*bytes) : 0);
+  }
+  const order::Split split = SplitNamed(options.feed.split_name);
+  b->split_length = built.view().length(split);
+  std::vector<int64_t> held;
+  for (int64_t p = 0; p < b->split_length; ++p) {
+    if ((p / 64) % 16 == 0) held.push_back(p);
+  }
+  GRIDFEED_ASSIGN_OR_RETURN(auto empty, built.NodeImage(split, {}, false));
+  if (!empty || held.empty()) return Status::Ok();  // no node images
+  GRIDFEED_ASSIGN_OR_RETURN(auto some, built.NodeImage(split, held, false));
+  b->node_image_fixed_bytes = empty->size();
+  b->node_image_bytes_per_sample =
+      static_cast<double>(some->size() - empty->size()) / static_cast<double>(held.size());
+  return Status::Ok();
+}
+
 Status Measure(const config::JobOptions& options, int64_t samples, BenchReport* report) {
   const order::PipelineKind& kind = order::KindOf(options.data);
   if (kind.floor == nullptr || kind.table_bytes == nullptr) {
@@ -83,6 +110,8 @@ Status Measure(const config::JobOptions& options, int64_t samples, BenchReport* 
                             order::Pipeline::For(options));
   GRIDFEED_ASSIGN_OR_RETURN(std::unique_ptr<order::BuiltOrder> built, pipeline->Build());
   b.build_seconds = watch.Lap();
+  GRIDFEED_RETURN_IF_ERROR(MeasureSections(options, *pipeline, *built, &b));
+  watch.Lap();
   // As the feeder does: the writer frees each table once it is in the image.
   std::unique_ptr<order::ImageWriter> writer = built->TakeImage();
   b.image_bytes = writer->size();

@@ -1,7 +1,10 @@
 #include "bench_report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+
+#include "gridfeed/order/node_image.h"
 
 namespace gridfeed::app {
 namespace {
@@ -56,7 +59,69 @@ std::string Seconds(double v) {
 
 }  // namespace
 
-Result<ProjectionFacts> Project(const BenchReport& r, int64_t nodes, int64_t dp) {
+ProducerProjection ProjectProducers(const BuildFacts& b, int64_t nodes, double scale, double cores,
+                                    double open_seconds) {
+  ProducerProjection p;
+  p.producers = nodes;
+  p.scale = scale;
+  const double threads = std::max(1, b.phases.threads);
+  p.cores_per_node = cores > 0 ? cores : threads;
+  // The largest producer's part: the stores divided as the run divides them (by index bytes).
+  const std::vector<int> owner = order::PlanProducers(b.store_index_bytes, static_cast<int>(nodes));
+  std::vector<double> load(static_cast<size_t>(nodes), 0);
+  double total = 0;
+  for (size_t s = 0; s < owner.size(); ++s) {
+    load[static_cast<size_t>(owner[s])] += static_cast<double>(b.store_index_bytes[s]);
+    total += static_cast<double>(b.store_index_bytes[s]);
+  }
+  const auto largest = std::max_element(load.begin(), load.end()) - load.begin();
+  p.share = total > 0 ? load[static_cast<size_t>(largest)] / total : 1.0;
+  // Its tables are built one store per thread: no more threads than it has stores.
+  const double stores = std::max<double>(
+      1, static_cast<double>(std::count(owner.begin(), owner.end(), static_cast<int>(largest))));
+  // Bytes, scaled with the corpus: the tables T, the blend B (every producer builds it), the
+  // positions L; a node holds L / N positions and world rank 0's also every position's source.
+  const double T = static_cast<double>(b.table_bytes) * scale;
+  const double B = static_cast<double>(b.phases.blend_bytes) * scale;
+  const double L = static_cast<double>(b.split_length) * scale;
+  const double per_sample = b.node_image_bytes_per_sample;
+  const double window = static_cast<double>(b.node_image_fixed_bytes) +
+                        per_sample * L / static_cast<double>(nodes) + 4.0 * L;
+  // A node image's per-source part (what sections carry): less the blend's 20 bytes a sample.
+  const double sections = std::max(0.0, per_sample - 20.0) * L * p.share;
+  const double base = static_cast<double>(b.rss_before_bytes);
+  // The producer's phases: its share built beside the blend, its sections cut (its tables
+  // still held), exchanged, its node's image assembled, then written into the window.
+  const double built = base + B + T * p.share + sections;
+  const double exchanged = base + B + sections + window;
+  const double written = base + 2.0 * window;
+  p.node_window_bytes = static_cast<uint64_t>(window);
+  p.producer_peak_bytes = static_cast<uint64_t>(std::max({built, exchanged, written}));
+  if (nodes == 1) {  // one node holds the whole image, which takes the pages the tables free
+    p.share = 1;
+    p.node_window_bytes = static_cast<uint64_t>(static_cast<double>(b.image_bytes) * scale);
+    p.producer_peak_bytes = static_cast<uint64_t>(base + T + B);
+  }
+  // Seconds: the tables' work (open + tables, wall x the cores it had) divided by the share on
+  // the node's cores (at most one per store of the share), beside the blend on a core of its own
+  // (with two cores or more, else one after the other on what there is); the bytes moved at the
+  // measured image write's rate.
+  const double work = (b.phases.open_seconds + b.phases.tables_seconds) * threads * scale;
+  const double blend = b.phases.blend_seconds * scale;
+  const double c = p.cores_per_node;
+  p.build_seconds =
+      c >= 2 ? std::max(work * p.share / std::min(c, stores), blend) : (work * p.share + blend) / c;
+  const double rate =
+      b.image_write_seconds > 0 ? static_cast<double>(b.image_bytes) / b.image_write_seconds : 1e9;
+  p.sections_seconds = nodes == 1 ? static_cast<double>(p.node_window_bytes) / rate
+                                  : (2.0 * sections + 3.0 * window) / rate / std::min(c, 1.0);
+  p.open_seconds = open_seconds;
+  p.seconds = p.build_seconds + p.sections_seconds + p.open_seconds;
+  return p;
+}
+
+Result<ProjectionFacts> Project(const BenchReport& r, int64_t nodes, int64_t dp, double scale,
+                                double cores) {
   if (!r.startup || r.startup->nodes < 2 || r.startup->readers <= 0) {
     return FailedPrecondition(
         "--project-nodes needs a broadcast between nodes measured in this run: run bench under "
@@ -85,6 +150,9 @@ Result<ProjectionFacts> Project(const BenchReport& r, int64_t nodes, int64_t dp)
                         static_cast<double>(rounds(t.nodes));
   p.open_seconds = t.open_seconds;
   p.seconds = p.build_seconds + p.broadcast_seconds + p.open_seconds;
+  if (!r.build.store_index_bytes.empty() && r.build.node_image_bytes_per_sample > 0) {
+    p.producers = ProjectProducers(r.build, nodes, scale, cores, t.open_seconds);
+  }
   return p;
 }
 
@@ -155,6 +223,22 @@ std::string ReportText(const BenchReport& r) {
             " (measured x ceil(log2 nodes) / ceil(log2 measured nodes))");
     Row(&out, "open", Seconds(p.open_seconds) + " (as measured)");
     Row(&out, "total", Seconds(p.seconds));
+  }
+  if (r.projection && r.projection->producers) {
+    const ProducerProjection& q = *r.projection->producers;
+    std::snprintf(s, sizeof(s),
+                  "PROJECTION (not measured) of %lld producers, one per node, %.3g x this corpus, "
+                  "%.3g cores per node, from world rank 0's per-section costs\n",
+                  static_cast<long long>(q.producers), q.scale, q.cores_per_node);
+    out += s;
+    std::snprintf(s, sizeof(s), "%.3f of the index bytes", q.share);
+    Row(&out, "largest share", s);
+    Row(&out, "node window", Bytes(q.node_window_bytes) + " (world rank 0's node, the largest)");
+    Row(&out, "producer peak RSS", Bytes(q.producer_peak_bytes));
+    Row(&out, "build (share + blend)", Seconds(q.build_seconds));
+    Row(&out, "sections to window", Seconds(q.sections_seconds));
+    Row(&out, "open", Seconds(q.open_seconds) + " (as measured)");
+    Row(&out, "total", Seconds(q.seconds));
   }
   return out;
 }
@@ -229,7 +313,32 @@ std::string ReportJson(const BenchReport& r) {
          "node_window_bytes = startup.node_window_bytes; plain_copy_bytes_per_node = "
          "node_window_bytes * readers_per_node; build = startup.build_seconds; broadcast = "
          "startup.broadcast_seconds * ceil(log2 N) / ceil(log2 startup.nodes); open = "
-         "startup.open_seconds; seconds = build + broadcast + open"}};
+         "startup.open_seconds; seconds = build + broadcast + open"},
+        {"producers", nullptr}};
+    if (p.producers) {
+      const ProducerProjection& q = *p.producers;
+      j["projection"]["producers"] = {
+          {"producers", q.producers},
+          {"scale", q.scale},
+          {"cores_per_node", q.cores_per_node},
+          {"share", q.share},
+          {"node_window_bytes", q.node_window_bytes},
+          {"producer_peak_bytes", q.producer_peak_bytes},
+          {"build_seconds", q.build_seconds},
+          {"sections_seconds", q.sections_seconds},
+          {"open_seconds", q.open_seconds},
+          {"seconds", q.seconds},
+          {"formula",
+           "share = the largest producer's part of the index bytes (stores divided as the run "
+           "divides them); T, B, L = table bytes, blend bytes, positions, times scale; window = "
+           "fixed + per_sample * L / N + 4 L; sections = (per_sample - 20) * L * share; peak = "
+           "base + max(B + T share + sections, B + sections + window, 2 window); work = (open + "
+           "tables) * threads * scale; build = cores >= 2 ? max(work share / min(cores, "
+           "stores of the share), blend) : (work share + blend) / cores; sections_seconds = (2 "
+           "sections + 3 "
+           "window) / image write rate / min(cores, 1); seconds = build + sections_seconds + "
+           "startup.open_seconds"}};
+    }
   }
   return j.dump();
 }

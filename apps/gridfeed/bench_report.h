@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gridfeed/core/status.h"
+#include "gridfeed/order/pipeline.h"
 
 namespace gridfeed::app {
 
@@ -20,6 +22,15 @@ struct BuildFacts {
   uint64_t peak_rss_bytes = 0;     // high-water mark of the resident set, build + image
   bool peak_since_build = false;   // the mark was reset at the build (else: process lifetime)
   uint64_t image_digest = 0;       // order::ImageDigest of the whole image
+  // Per-section costs for a projection of many producers (order::BuildPhases): the build's
+  // phases on `threads` cores, the blend's bytes, the index bytes of each store a build is
+  // divided by (empty: one producer builds it all), and a node image's bytes: fixed, per held
+  // sample, and per position for the source index world rank 0's node keeps.
+  order::BuildPhases phases;
+  std::vector<uint64_t> store_index_bytes;
+  uint64_t node_image_fixed_bytes = 0;
+  double node_image_bytes_per_sample = 0;
+  int64_t split_length = 0;
 };
 
 // One reader (world rank 0, one thread) over consecutive positions of the split, then the
@@ -66,11 +77,28 @@ struct StartupFacts {
 //                      ceil(log2 nodes) rounds of the whole image; the rate is this run's links)
 //   open             = this run's open (every reader opens its stores at once)
 //   seconds          = build + broadcast + open
+// With an order whose build is divided (build.store_index_bytes not empty), `producers` adds a
+// projection of the start-up by N producers with node windows (one node: world rank 0 alone,
+// the whole image; ProducerProjection)
+// from the per-section costs world rank 0 measured in process (BuildFacts), at `scale` times
+// the corpus (documents and samples) and `cores` per node.
+struct ProducerProjection {
+  int64_t producers = 0;
+  double scale = 1, cores_per_node = 0;
+  double share = 1;                  // the largest producer's part of the index bytes
+  uint64_t node_window_bytes = 0;    // the largest node's window (world rank 0's)
+  uint64_t producer_peak_bytes = 0;  // the largest producer's peak resident set
+  double build_seconds = 0;          // its share of the tables beside the blend
+  double sections_seconds = 0;       // sections, exchange, assembly and window write
+  double open_seconds = 0;           // the readers' store open, as measured
+  double seconds = 0;
+};
 struct ProjectionFacts {
   int64_t nodes = 0, data_parallel_size = 0;
   int64_t readers = 0, readers_per_node = 0;
   uint64_t node_window_bytes = 0, plain_copy_bytes_per_node = 0;
   double build_seconds = 0, broadcast_seconds = 0, open_seconds = 0, seconds = 0;
+  std::optional<ProducerProjection> producers;
 };
 
 struct BenchReport {
@@ -87,7 +115,13 @@ struct BenchReport {
 
 // The projection of `r`'s start-up (ProjectionFacts' formulas) onto `nodes` nodes at DP `dp`.
 // FailedPrecondition without a start-up measured between at least 2 nodes.
-Result<ProjectionFacts> Project(const BenchReport& r, int64_t nodes, int64_t dp);
+// `scale`, `cores`: ProducerProjection's (cores 0: the measuring process's build threads).
+Result<ProjectionFacts> Project(const BenchReport& r, int64_t nodes, int64_t dp, double scale = 1,
+                                double cores = 0);
+// The projection of a start-up by `nodes` producers, one per node (ProducerProjection), from
+// `b`'s per-section costs; `open_seconds`: the readers' open to add.
+ProducerProjection ProjectProducers(const BuildFacts& b, int64_t nodes, double scale, double cores,
+                                    double open_seconds);
 
 std::string ReportText(const BenchReport& r);
 // One line of JSON (rates and ratios derived here; null where a time is 0).

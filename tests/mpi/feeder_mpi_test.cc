@@ -25,6 +25,7 @@
 #include "gridfeed/order/cp_zigzag.h"
 #include "gridfeed/order/pipeline.h"
 #include "gridfeed/order/read_schedule.h"
+#include "gridfeed/parallel/agree.h"
 #include "mpi/all_ranks.h"
 #include "testing/paths.h"
 
@@ -544,6 +545,43 @@ TEST_F(FeederMpi, SplitRunsOutOnEveryRankTogether) {
     ++steps;
   }
   EXPECT_EQ(steps, 36 / (o.batch.micro_batch_size * WorldSize()));
+}
+
+// The leaders' exchange of sections (parallel::ExchangeBytes): every pair's bytes arrive whole,
+// empty ones included; a rank that passes the wrong number of parts gets the same error as
+// every other rank, before anything moves.
+TEST(ExchangeBytes, EveryPairsBytesArriveWhole) {
+  const int n = WorldSize();
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  auto byte_of = [](int from, int to, size_t i) {
+    return static_cast<std::byte>(from * 31 + to * 17 + static_cast<int>(i));
+  };
+  auto size_of = [](int from, int to) {
+    return static_cast<size_t>((from * 7 + to * 3) % 11) * 97;
+  };
+  std::vector<std::vector<std::byte>> parts(static_cast<size_t>(n));
+  for (int q = 0; q < n; ++q) {
+    for (size_t i = 0; i < size_of(rank, q); ++i) parts[q].push_back(byte_of(rank, q, i));
+  }
+  std::vector<std::span<const std::byte>> send(parts.begin(), parts.end());
+  std::vector<std::vector<std::byte>> got;
+  const Status st = parallel::ExchangeBytes(MPI_COMM_WORLD, rank, send, &got);
+  bool same = st.ok() && got.size() == static_cast<size_t>(n);
+  for (int q = 0; same && q < n; ++q) {
+    same = got[q].size() == size_of(q, rank);
+    for (size_t i = 0; same && i < got[q].size(); ++i) same = got[q][i] == byte_of(q, rank, i);
+  }
+  GRIDFEED_ASSERT_ALL_RANKS(same, "rank " + std::to_string(rank) + ": " + st.ToString());
+  if (n < 2) return;
+  // The last rank passes one part too few: every rank learns it, nobody waits.
+  if (rank == n - 1) send.pop_back();
+  const Status bad = parallel::ExchangeBytes(MPI_COMM_WORLD, rank, send, &got);
+  const bool refused =
+      !bad.ok() && bad.message().find("rank " + std::to_string(n - 1) +
+                                      ": ExchangeBytes: " + std::to_string(n - 1) + " parts for " +
+                                      std::to_string(n) + " ranks") != std::string::npos;
+  GRIDFEED_ASSERT_ALL_RANKS(refused, "rank " + std::to_string(rank) + ": " + bad.ToString());
 }
 
 }  // namespace

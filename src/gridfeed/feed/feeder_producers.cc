@@ -33,9 +33,10 @@ Status Guarded(Step&& step) {
   }
 }
 
-// Collective on `comm`: every rank's `mine`, concatenated in rank order, on every rank.
+// Collective on `comm`: every rank's `mine`, concatenated in rank order, on every rank. The
+// room for them is agreed before the bytes move (a rank that cannot take them tells the others).
 template <typename T>
-Status AllGatherVector(MPI_Comm comm, MPI_Datatype type, const std::vector<T>& mine,
+Status AllGatherVector(MPI_Comm comm, int rank_name, MPI_Datatype type, const std::vector<T>& mine,
                        std::vector<T>* all) {
   int size = 0;
   MPI_Comm_size(comm, &size);
@@ -43,10 +44,14 @@ Status AllGatherVector(MPI_Comm comm, MPI_Datatype type, const std::vector<T>& m
   std::vector<int> counts(static_cast<size_t>(size)), displs;
   GRIDFEED_RETURN_IF_ERROR(parallel::MpiStatus(
       MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm), "MPI_Allgather"));
-  int64_t total = 0;
-  for (int c : counts) displs.push_back(static_cast<int>(total)), total += c;
-  if (total > std::numeric_limits<int>::max()) return Internal("too many facts to gather");
-  all->resize(static_cast<size_t>(total));
+  const Status room = Guarded([&] {
+    int64_t total = 0;
+    for (int c : counts) displs.push_back(static_cast<int>(total)), total += c;
+    if (total > std::numeric_limits<int>::max()) return Internal("too many facts to gather");
+    all->resize(static_cast<size_t>(total));
+    return Status::Ok();
+  });
+  GRIDFEED_RETURN_IF_ERROR(parallel::AgreeOnStatus(comm, room, rank_name));
   return parallel::MpiStatus(MPI_Allgatherv(mine.data(), count, type, all->data(), counts.data(),
                                             displs.data(), type, comm),
                              "MPI_Allgatherv");
@@ -115,9 +120,9 @@ Result<parallel::ImageProducer> Feeder::Impl::ProduceNodeImage(
 
   // 2. This producer's share: the blend and its own stores' tables.
   std::unordered_map<std::string, int> owner_of;
-  for (size_t s = 0; s < stores.size(); ++s) owner_of[stores[s]] = owner[s];
   std::unique_ptr<order::BuiltOrder> share;
   st = Guarded([&]() -> Status {
+    for (size_t s = 0; s < stores.size(); ++s) owner_of[stores[s]] = owner[s];
     if (node == options.feed.testing_kill_producer) std::raise(SIGKILL);  // a test's crash
     if (node == options.feed.testing_fail_producer) {
       return Internal("cannot build its share (injected by test)");
@@ -134,8 +139,13 @@ Result<parallel::ImageProducer> Feeder::Impl::ProduceNodeImage(
 
   LogMemory(node, "its share");
   // 3. Every producer learns the other producers' mids (ranges, samples per epoch).
-  std::vector<int64_t> all_facts;
-  GRIDFEED_RETURN_IF_ERROR(AllGatherVector(leaders, MPI_INT64_T, share->ShareFacts(), &all_facts));
+  std::vector<int64_t> mine_facts, all_facts;
+  GRIDFEED_RETURN_IF_ERROR(agree(Guarded([&] {
+    mine_facts = share->ShareFacts();
+    return Status::Ok();
+  })));
+  GRIDFEED_RETURN_IF_ERROR(
+      AllGatherVector(leaders, world_rank, MPI_INT64_T, mine_facts, &all_facts));
   int64_t length = 0;
   st = Guarded([&]() -> Status {
     GRIDFEED_RETURN_IF_ERROR(share->AdoptShareFacts(all_facts));
@@ -159,7 +169,7 @@ Result<parallel::ImageProducer> Feeder::Impl::ProduceNodeImage(
   });
   GRIDFEED_RETURN_IF_ERROR(agree(st));
   std::vector<char> texts;
-  GRIDFEED_RETURN_IF_ERROR(AllGatherVector(leaders, MPI_CHAR, mine_text, &texts));
+  GRIDFEED_RETURN_IF_ERROR(AllGatherVector(leaders, world_rank, MPI_CHAR, mine_text, &texts));
   if (node == 0) {
     st = Guarded([&] {
       nlohmann::json data = nlohmann::json::object();
@@ -184,9 +194,11 @@ Result<parallel::ImageProducer> Feeder::Impl::ProduceNodeImage(
   s.dp_size = grid->dp_size();
   s.global_batch_size = options.batch.global_batch_size;
   s.start_consumed = start;
-  std::vector<std::vector<std::byte>> sections(static_cast<size_t>(num_leaders));
+  std::vector<std::vector<std::byte>> sections;
+  std::vector<std::span<const std::byte>> out;
   std::optional<order::ReadSchedule> from;
   st = Guarded([&]() -> Status {
+    sections.resize(static_cast<size_t>(num_leaders));
     GRIDFEED_ASSIGN_OR_RETURN(from, order::ReadSchedule::Create(s));
     for (int n = 0; n < num_leaders; ++n) {
       GRIDFEED_ASSIGN_OR_RETURN(sections[n],
@@ -195,15 +207,15 @@ Result<parallel::ImageProducer> Feeder::Impl::ProduceNodeImage(
         sections[n].back() ^= std::byte{0x01};  // injected by a test, after the digest
       }
     }
+    out.assign(sections.begin(), sections.end());
     return Status::Ok();
   });
   if (!st.ok()) st = st.WithContext(who);
   GRIDFEED_RETURN_IF_ERROR(agree(st));
   share->ReleaseShareTables();
   LogMemory(node, "the sections");
-  std::vector<std::span<const std::byte>> out(sections.begin(), sections.end());
   std::vector<std::vector<std::byte>> received;
-  GRIDFEED_RETURN_IF_ERROR(parallel::ExchangeBytes(leaders, out, &received));
+  GRIDFEED_RETURN_IF_ERROR(parallel::ExchangeBytes(leaders, world_rank, out, &received));
   out.clear();
   sections.clear();
   LogMemory(node, "the exchange");

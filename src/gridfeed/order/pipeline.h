@@ -173,9 +173,20 @@ class OrderView {
   virtual std::vector<SourceInfo> Sources(Split split) const = 0;
 };
 
+// Wall seconds of a build's phases on this process's cores, and the blend's bytes: what a
+// projection of a build divided among producers (gridfeed bench --project-nodes) scales.
+struct BuildPhases {
+  double open_seconds = 0, tables_seconds = 0;  // opening the stores; their tables
+  double blend_seconds = 0;                     // the blend table alone (its own thread)
+  uint64_t blend_bytes = 0;
+  int threads = 0;  // the build's threads (cores used)
+};
+
 // Tables built in process (world rank 0, offline tools).
 class BuiltOrder {
  public:
+  // The build's phases; zeros for orders that do not report them.
+  virtual BuildPhases Phases() const { return {}; }
   virtual ~BuiltOrder() = default;
   // JSON facts about the data the build read (sizes and digests of the token files): part of
   // the canonical text, so a changed file changes the fingerprint.

@@ -3,7 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
 #include <thread>
+
+#include "gridfeed/core/memory_usage.h"
 
 namespace gridfeed::parallel {
 
@@ -33,44 +38,77 @@ Status SleepUntilDone(MPI_Request* request) {
 
 }  // namespace
 
-Status ExchangeBytes(MPI_Comm comm, std::span<const std::span<const std::byte>> send,
+Status ExchangeBytes(MPI_Comm comm, int rank_name, std::span<const std::span<const std::byte>> send,
                      std::vector<std::vector<std::byte>>* received) {
-  int size = 0;
+  int size = 0, rank = 0;
   MPI_Comm_size(comm, &size);
-  std::vector<uint64_t> out(static_cast<size_t>(size)), in(static_cast<size_t>(size));
-  for (int q = 0; q < size; ++q) out[q] = send[q].size();
+  MPI_Comm_rank(comm, &rank);
+  Status local;
+  std::vector<uint64_t> out(static_cast<size_t>(size), 0), in(static_cast<size_t>(size), 0);
+  if (send.size() != static_cast<size_t>(size)) {
+    local = Internal("ExchangeBytes: " + std::to_string(send.size()) + " parts for " +
+                     std::to_string(size) + " ranks");
+  } else {
+    for (int q = 0; q < size; ++q) out[q] = send[q].size();
+  }
   GRIDFEED_RETURN_IF_ERROR(MpiStatus(
       MPI_Alltoall(out.data(), 1, MPI_UINT64_T, in.data(), 1, MPI_UINT64_T, comm), "MPI_Alltoall"));
-  received->assign(static_cast<size_t>(size), {});
-  std::vector<MPI_Request> requests;
-  Status posted;
-  // Each pair's bytes in chunks below INT_MAX; both sides count the same chunks from the size.
-  for (int q = 0; q < size && posted.ok(); ++q) {
-    auto& r = (*received)[q];
-    r.resize(static_cast<size_t>(in[q]));
-    for (size_t at = 0; at < r.size() && posted.ok(); at += kChunk) {
-      requests.emplace_back();
-      posted = MpiStatus(MPI_Irecv(r.data() + at, static_cast<int>(std::min(kChunk, r.size() - at)),
-                                   MPI_BYTE, q, 705, comm, &requests.back()),
-                         "MPI_Irecv");
+  // What arrives is bounded by the memory this rank can get, and allocated, before anything is
+  // posted: a rank that cannot take it must not leave its peers waiting for its sends.
+  if (local.ok()) {
+    try {
+      double total = 0;
+      for (uint64_t n : in) total += static_cast<double>(n);
+      local = CheckMemoryFor(
+          total,
+          "the bytes this rank receives (" + std::to_string(static_cast<uint64_t>(total)) + ")",
+          "");
+      if (local.ok()) {
+        received->assign(static_cast<size_t>(size), {});
+        for (int q = 0; q < size; ++q) (*received)[q].resize(static_cast<size_t>(in[q]));
+      }
+    } catch (const std::bad_alloc&) {
+      local = Internal("out of memory for the bytes this rank receives");
     }
   }
-  for (int q = 0; q < size && posted.ok(); ++q) {
-    for (size_t at = 0; at < send[q].size() && posted.ok(); at += kChunk) {
+  GRIDFEED_RETURN_IF_ERROR(AgreeOnStatus(comm, local, rank_name));
+  // Posted: from here a failure leaves peers waiting for this rank, so it ends the job.
+  auto end_job = [&](const Status& st) {
+    std::fprintf(stderr, "gridfeed: rank %d: exchange among %d ranks failed: %s; ending the job\n",
+                 rank_name, size, st.ToString().c_str());
+    std::fflush(stderr);
+    MPI_Abort(comm, 1);
+    std::abort();
+  };
+  std::vector<MPI_Request> requests;
+  for (int q = 0; q < size; ++q) {
+    auto& r = (*received)[q];
+    for (size_t at = 0; at < r.size(); at += kChunk) {
       requests.emplace_back();
-      posted = MpiStatus(
+      const Status posted =
+          MpiStatus(MPI_Irecv(r.data() + at, static_cast<int>(std::min(kChunk, r.size() - at)),
+                              MPI_BYTE, q, 705, comm, &requests.back()),
+                    "MPI_Irecv");
+      if (!posted.ok()) end_job(posted);
+    }
+  }
+  for (int q = 0; q < size; ++q) {
+    for (size_t at = 0; at < send[q].size(); at += kChunk) {
+      requests.emplace_back();
+      const Status posted = MpiStatus(
           MPI_Isend(send[q].data() + at, static_cast<int>(std::min(kChunk, send[q].size() - at)),
                     MPI_BYTE, q, 705, comm, &requests.back()),
           "MPI_Isend");
+      if (!posted.ok()) end_job(posted);
     }
   }
-  GRIDFEED_RETURN_IF_ERROR(posted);  // the communicator's handler returned: peers are told apart
   auto delay = std::chrono::microseconds(20);
   for (;;) {
     int done = 0;
-    GRIDFEED_RETURN_IF_ERROR(MpiStatus(
+    const Status tested = MpiStatus(
         MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE),
-        "MPI_Testall"));
+        "MPI_Testall");
+    if (!tested.ok()) end_job(tested);
     if (done) return Status::Ok();
     std::this_thread::sleep_for(delay);
     delay = std::min<std::chrono::microseconds>(delay * 2, std::chrono::milliseconds(5));

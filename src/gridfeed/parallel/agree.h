@@ -43,8 +43,11 @@ Status SleepyReceiveBytes(MPI_Comm comm, int source, int tag, std::span<std::byt
 
 // Collective on `comm`: every rank sends `send[q]` to rank q (any sizes, in chunks below
 // INT_MAX) and receives rank q's bytes for it in `(*received)[q]`, sleeping while it waits.
-// REQUIRES: send.size() == the communicator's size. An MPI failure is returned, not agreed.
-Status ExchangeBytes(MPI_Comm comm, std::span<const std::span<const std::byte>> send,
+// The sizes go first; each rank checks that it can hold what it will receive and allocates it,
+// and the ranks agree on that (errors named by `rank_name`, e.g. the world rank) before
+// anything is posted, so such an error is every rank's. A failed MPI call after that ends the
+// job (MPI_Abort, with a message): its peers would wait for it forever.
+Status ExchangeBytes(MPI_Comm comm, int rank_name, std::span<const std::span<const std::byte>> send,
                      std::vector<std::vector<std::byte>>* received);
 
 // Collective on `comm`: true on every rank iff every rank passed the same value.

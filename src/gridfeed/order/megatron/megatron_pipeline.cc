@@ -14,6 +14,7 @@
 
 #include "gridfeed/core/check.h"
 #include "gridfeed/core/log.h"
+#include "gridfeed/core/usable_cpus.h"
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/io/mmap_file.h"
 #include "gridfeed/order/megatron/deferred_store.h"
@@ -283,6 +284,20 @@ class MegatronBuilt final : public BuiltOrder {
   Result<std::unique_ptr<ImageWriter>> NodeImage(Split split, std::vector<int64_t> held,
                                                  bool keep_source_index) const override {
     return NodeImageOf(built_, split, std::move(held), keep_source_index);
+  }
+
+  BuildPhases Phases() const override {
+    BuildPhases p;
+    p.open_seconds = built_.seconds_open;
+    p.tables_seconds = built_.seconds_tables;
+    p.blend_seconds = built_.seconds_blend_build;
+    for (const auto& split : built_.splits) {
+      if (!split) continue;
+      p.blend_bytes += split->blend.dataset_index.size() * sizeof(int32_t) +
+                       split->blend.dataset_sample_index.size() * sizeof(int64_t);
+    }
+    p.threads = static_cast<int>(UsableCpus());
+    return p;
   }
 
   std::vector<int64_t> ShareFacts() const override { return OwnMidFacts(built_); }
