@@ -90,7 +90,9 @@ Status MeasureSections(const config::JobOptions& options, const order::Pipeline&
   }
   GRIDFEED_ASSIGN_OR_RETURN(auto empty, built.NodeImage(split, {}, false));
   if (!empty || held.empty()) return Status::Ok();  // no node images
+  Stopwatch making;
   GRIDFEED_ASSIGN_OR_RETURN(auto some, built.NodeImage(split, held, false));
+  b->node_image_seconds_per_sample = making.Seconds() / static_cast<double>(held.size());
   b->node_image_fixed_bytes = empty->size();
   b->node_image_bytes_per_sample =
       static_cast<double>(some->size() - empty->size()) / static_cast<double>(held.size());

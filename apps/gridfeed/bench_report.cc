@@ -113,8 +113,13 @@ ProducerProjection ProjectProducers(const BuildFacts& b, int64_t nodes, double s
       c >= 2 ? std::max(work * p.share / std::min(c, stores), blend) : (work * p.share + blend) / c;
   const double rate =
       b.image_write_seconds > 0 ? static_cast<double>(b.image_bytes) / b.image_write_seconds : 1e9;
+  // Cutting the sections takes each held sample of the producer's sources (L x share), the
+  // assembly each of its node's (L / N), at the rate a node image was made in process; the
+  // exchange and the window write move their bytes at the image write's rate.
+  const double cut =
+      b.node_image_seconds_per_sample * L * (p.share + 1.0 / static_cast<double>(nodes));
   p.sections_seconds = nodes == 1 ? static_cast<double>(p.node_window_bytes) / rate
-                                  : (2.0 * sections + 3.0 * window) / rate / std::min(c, 1.0);
+                                  : (cut + (sections + 2.0 * window) / rate) / std::min(c, 1.0);
   p.open_seconds = open_seconds;
   p.seconds = p.build_seconds + p.sections_seconds + p.open_seconds;
   return p;
@@ -334,9 +339,9 @@ std::string ReportJson(const BenchReport& r) {
            "fixed + per_sample * L / N + 4 L; sections = (per_sample - 20) * L * share; peak = "
            "base + max(B + T share + sections, B + sections + window, 2 window); work = (open + "
            "tables) * threads * scale; build = cores >= 2 ? max(work share / min(cores, "
-           "stores of the share), blend) : (work share + blend) / cores; sections_seconds = (2 "
-           "sections + 3 "
-           "window) / image write rate / min(cores, 1); seconds = build + sections_seconds + "
+           "stores of the share), blend) : (work share + blend) / cores; sections_seconds = "
+           "(node image seconds per sample * L * (share + 1 / N) + (sections + 2 window) / "
+           "image write rate) / min(cores, 1); seconds = build + sections_seconds + "
            "startup.open_seconds"}};
     }
   }

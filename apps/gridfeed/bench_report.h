@@ -24,12 +24,13 @@ struct BuildFacts {
   uint64_t image_digest = 0;       // order::ImageDigest of the whole image
   // Per-section costs for a projection of many producers (order::BuildPhases): the build's
   // phases on `threads` cores, the blend's bytes, the index bytes of each store a build is
-  // divided by (empty: one producer builds it all), and a node image's bytes: fixed, per held
-  // sample, and per position for the source index world rank 0's node keeps.
+  // divided by (empty: one producer builds it all), and a node image's bytes (fixed, per held
+  // sample) and the seconds of making it per held sample.
   order::BuildPhases phases;
   std::vector<uint64_t> store_index_bytes;
   uint64_t node_image_fixed_bytes = 0;
   double node_image_bytes_per_sample = 0;
+  double node_image_seconds_per_sample = 0;  // making that node image, per held sample
   int64_t split_length = 0;
 };
 
