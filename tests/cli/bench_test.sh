@@ -29,7 +29,7 @@ assert r["ranks"] == ranks and r["split"] == "train" and r["seq_length"] > 0, r
 b = r["build"]
 assert set(b) == {"build_seconds", "image_write_seconds", "table_bytes", "image_bytes",
                   "rss_before_bytes", "peak_rss_bytes", "peak_since_build", "producers",
-                  "max_producer_peak_bytes", "image_digest"}, b
+                  "max_producer_peak_bytes", "image_digest", "sections"}, b
 assert b["producers"] == 1 and b["max_producer_peak_bytes"] > 0, b  # one node: one producer
 assert len(b["image_digest"]) == 16 and b["image_digest"] != "0" * 16, b
 assert b["build_seconds"] > 0 and b["image_write_seconds"] > 0, b

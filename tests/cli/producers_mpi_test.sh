@@ -68,6 +68,43 @@ print(f"bench: 8 producers, image digest {many['image_digest']} as one producer'
 PY
   fail "bench JSON with producers (see above)"
 
+# 1c. The producers' projection (bench --project-nodes), checked against arithmetic done here
+#     from the per-section costs in the same JSON (docs/benchmarks.md, the bench section).
+timeout 120 mpirun -n 4 --oversubscribe "$GRIDFEED" bench "${FLAGS[@]}" --samples 100 \
+  --testing-ranks-per-node 2 --project-nodes 3 --project-dp 6 --project-scale 2.5 \
+  --project-cores-per-node 0.5 --json > "$WORK/project.json" 2> "$WORK/project.err" ||
+  { cat "$WORK/project.err"; fail "bench --project-nodes with producers failed"; }
+/usr/bin/python3 - "$WORK/project.json" <<'PY' || fail "producers' projection arithmetic (see above)"
+import json, sys
+r = json.load(open(sys.argv[1]))
+b, s, q = r["build"], r["build"]["sections"], r["projection"]["producers"]
+N, S, c = 3, 2.5, 0.5
+costs = s["store_index_bytes"]
+assert len(costs) == 4 and q["producers"] == N and q["scale"] == S and q["cores_per_node"] == c, q
+load = [0] * N  # the largest first, to the least loaded (ties: the lowest)
+for k in sorted(range(len(costs)), key=lambda k: -costs[k]):
+    load[load.index(min(load))] += max(costs[k], 1)
+share = max(load) / sum(costs)
+L, T, B = s["split_length"] * S, b["table_bytes"] * S, s["blend_bytes"] * S
+per = s["node_image_bytes_per_sample"]
+window = s["node_image_fixed_bytes"] + per * L / N + 4 * L
+sections = max(0, per - 20) * L * share
+base = b["rss_before_bytes"]
+peak = max(base + B + T * share + sections, base + B + sections + window, base + 2 * window)
+work = (s["open_seconds"] + s["tables_seconds"]) * s["threads"] * S
+build = (work * share + s["blend_seconds"] * S) / c
+cut = s["node_image_seconds_per_sample"] * L * (share + 1 / N)
+rate = b["image_bytes"] / b["image_write_seconds"]
+after = (cut + (sections + 2 * window) / rate) / min(c, 1)
+close = lambda a, e: abs(a - e) <= 1e-6 * max(1.0, abs(e)) + 1
+assert abs(q["share"] - share) < 1e-12, (q, share)
+assert close(q["node_window_bytes"], window) and close(q["producer_peak_bytes"], peak), q
+assert abs(q["build_seconds"] - build) < 1e-9 and abs(q["sections_seconds"] - after) < 1e-9, q
+assert abs(q["seconds"] - (build + after + r["startup"]["open_seconds"])) < 1e-9, q
+print(f"producers' projection: 3 nodes, 2.5x the corpus: window {q['node_window_bytes']} B, "
+      f"peak {q['producer_peak_bytes']} B, {q['seconds']:.3f} s (arithmetic checked)")
+PY
+
 # 2. Faults: every rank ends non-zero, well within the timeout, naming the producer.
 expect_all() {  # expect_all NAME PATTERN: the same error, naming it, on all 8 ranks
   local out="$WORK/$1.out"
