@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <thread>
 
@@ -83,19 +84,38 @@ class MegatronView final : public OrderView {
   }
 
   Status OpenTokenStores(bool checked_on_node) override {
+    std::vector<const std::string*> todo;
     for (const auto& prefix : view_.prefixes) {
       if (stores_.count(prefix)) continue;
       if (checked_on_node) {  // opened at its first read (deferred_store.h)
         if (!deferred_.count(prefix)) deferred_[prefix] = std::make_unique<DeferredStore>(prefix);
         continue;
       }
-      // A store checked here in full is then named by its digest (TokenStoreFacts): the check
-      // computes it from its own reads.
-      auto ds = io::IndexedDataset::Open(
-          prefix, false, checked_on_node ? io::IndexCheck::kStructure : io::IndexCheck::kFull,
-          /*digest=*/!checked_on_node);
-      if (!ds.ok()) return ds.status();
-      stores_[prefix] = std::make_shared<const io::IndexedDataset>(std::move(ds).value());
+      todo.push_back(&prefix);
+    }
+    // A store checked here in full is then named by its digest (TokenStoreFacts): the check
+    // computes it from its own reads. On a few threads, as the facts are: each open waits on
+    // storage more than on a core (world rank 0 checks every store other producers built).
+    std::vector<std::optional<Result<io::IndexedDataset>>> opened(todo.size());
+    std::atomic<size_t> next{0};
+    auto worker = [&] {
+      for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
+        try {
+          opened[i].emplace(
+              io::IndexedDataset::Open(*todo[i], false, io::IndexCheck::kFull, /*digest=*/true));
+        } catch (const std::exception& e) {  // e.g. bad_alloc: an error, not std::terminate
+          opened[i].emplace(Internal("opening '" + *todo[i] + "': " + e.what()));
+        }
+      }
+    };
+    {
+      std::vector<std::jthread> pool;
+      for (size_t t = 1; t < std::min<size_t>(todo.size(), 4); ++t) pool.emplace_back(worker);
+      worker();
+    }
+    for (size_t i = 0; i < todo.size(); ++i) {  // the first failure in the stores' order
+      if (!opened[i]->ok()) return opened[i]->status();
+      stores_[*todo[i]] = std::make_shared<const io::IndexedDataset>(std::move(*opened[i]).value());
     }
     Bind();
     return Status::Ok();
