@@ -61,6 +61,44 @@ const void* RowAddress(const GptTablesView& t, int64_t row) {
                                   : static_cast<const void*>(t.sample_index64.data() + 2 * row);
 }
 
+// The held samples of `held` (checked) of each source of split `v` into `sources`, in the order
+// of the positions: of every source, or with `built_only` of those `sd` built (a producer's
+// share). `first_doc32[k]`: source k's document starts are 32-bit.
+void ExtractHeld(const SplitView& v, const SplitDataset& sd, std::span<const int64_t> held,
+                 bool built_only, std::vector<HeldSource>* sources,
+                 std::vector<char>* first_doc32) {
+  const size_t n_sources = sd.mids.size();
+  sources->assign(n_sources, {});
+  first_doc32->assign(n_sources, 0);
+  auto taken = [&](int k) { return !built_only || sd.mids[static_cast<size_t>(k)].dataset; };
+  std::vector<int64_t> held_of(n_sources, 0);
+  for (int64_t p : held) ++held_of[static_cast<size_t>(v.Locate(p).first)];
+  for (size_t k = 0; k < n_sources; ++k) {
+    if (taken(static_cast<int>(k))) {
+      (*first_doc32)[k] = Reserve(v.sources[k].tables, held_of[k], &(*sources)[k]);
+    }
+  }
+  // Held samples lie at random rows of the whole tables: the rows of the sample 16 ahead and
+  // the documents of the one 8 ahead are fetched while this one is copied (a miss each).
+  constexpr size_t kRowsAhead = 16, kDocsAhead = 8;
+  for (size_t n = 0; n < held.size(); ++n) {
+    if (n + kRowsAhead < held.size()) {
+      const auto [k2, j2] = v.Locate(held[n + kRowsAhead]);
+      const GptTablesView& t2 = v.sources[k2].tables;
+      if (taken(k2)) __builtin_prefetch(RowAddress(t2, t2.ShuffleAt(j2)));
+    }
+    if (n + kDocsAhead < held.size()) {
+      const auto [k3, j3] = v.Locate(held[n + kDocsAhead]);
+      const GptTablesView& t3 = v.sources[k3].tables;
+      if (taken(k3)) __builtin_prefetch(t3.document_index.data() + t3.SampleDoc(t3.ShuffleAt(j3)));
+    }
+    const auto [k, j] = v.Locate(held[n]);
+    if (!taken(k)) continue;  // another producer's
+    Append(v.sources[k].tables, j, (*first_doc32)[static_cast<size_t>(k)] != 0,
+           &(*sources)[static_cast<size_t>(k)]);
+  }
+}
+
 // Held positions sorted, unique and in a split of `length`; InvalidArgument otherwise.
 Status CheckHeld(std::span<const int64_t> held, int64_t length) {
   for (size_t n = 0; n < held.size(); ++n) {
@@ -156,31 +194,9 @@ Result<std::unique_ptr<ImageWriter>> NodeImageOf(const BuiltDatasets& built, Spl
   const TableView whole = ViewOf(built);
   const SplitView& v = *whole.splits[i];
   GRIDFEED_RETURN_IF_ERROR(CheckHeld(held, v.length));
-  std::vector<HeldSource> sources(sd.mids.size());
-  std::vector<int64_t> held_of(sd.mids.size(), 0);
-  for (int64_t p : held) ++held_of[static_cast<size_t>(v.Locate(p).first)];
-  std::vector<char> first_doc32(sd.mids.size());
-  for (size_t k = 0; k < sd.mids.size(); ++k) {
-    first_doc32[k] = Reserve(v.sources[k].tables, held_of[k], &sources[k]);
-  }
-  // Held samples lie at random rows of the whole tables: the rows of the sample 16 ahead and
-  // the documents of the one 8 ahead are fetched while this one is copied (a miss each).
-  constexpr size_t kRowsAhead = 16, kDocsAhead = 8;
-  for (size_t n = 0; n < held.size(); ++n) {
-    if (n + kRowsAhead < held.size()) {
-      const auto [k2, j2] = v.Locate(held[n + kRowsAhead]);
-      const GptTablesView& t2 = v.sources[k2].tables;
-      __builtin_prefetch(RowAddress(t2, t2.ShuffleAt(j2)));
-    }
-    if (n + kDocsAhead < held.size()) {
-      const auto [k3, j3] = v.Locate(held[n + kDocsAhead]);
-      const GptTablesView& t3 = v.sources[k3].tables;
-      __builtin_prefetch(t3.document_index.data() + t3.SampleDoc(t3.ShuffleAt(j3)));
-    }
-    const auto [k, j] = v.Locate(held[n]);
-    Append(v.sources[k].tables, j, first_doc32[static_cast<size_t>(k)] != 0,
-           &sources[static_cast<size_t>(k)]);
-  }
+  std::vector<HeldSource> sources;
+  std::vector<char> first_doc32;
+  ExtractHeld(v, sd, held, /*built_only=*/false, &sources, &first_doc32);
   return Finish(built, i, std::move(held), keep_source_index, std::move(sources));
 }
 
@@ -298,19 +314,9 @@ Result<std::vector<std::byte>> NodeSectionsOf(const BuiltDatasets& share, Split 
   const TableView whole = ViewOf(share);
   const SplitView& v = *whole.splits[i];
   GRIDFEED_RETURN_IF_ERROR(CheckHeld(held, v.length));
-  std::vector<HeldSource> sources(sd.mids.size());
-  std::vector<int64_t> held_of(sd.mids.size(), 0);
-  for (int64_t p : held) ++held_of[static_cast<size_t>(v.Locate(p).first)];
-  std::vector<char> first_doc32(sd.mids.size());
-  for (size_t k = 0; k < sd.mids.size(); ++k) {
-    if (sd.mids[k].dataset) first_doc32[k] = Reserve(v.sources[k].tables, held_of[k], &sources[k]);
-  }
-  for (int64_t p : held) {
-    const auto [k, j] = v.Locate(p);
-    if (!sd.mids[static_cast<size_t>(k)].dataset) continue;  // another producer's
-    Append(v.sources[k].tables, j, first_doc32[static_cast<size_t>(k)] != 0,
-           &sources[static_cast<size_t>(k)]);
-  }
+  std::vector<HeldSource> sources;
+  std::vector<char> first_doc32;
+  ExtractHeld(v, sd, held, /*built_only=*/true, &sources, &first_doc32);
   std::vector<std::byte> out;
   uint64_t count = 0;
   for (const auto& m : sd.mids) count += m.dataset ? 1 : 0;
