@@ -1,7 +1,5 @@
 #include "gridfeed/order/node_image.h"
 
-#include <xxhash.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -9,6 +7,7 @@
 #include <span>
 #include <string>
 
+#include "gridfeed/order/sections.h"
 #include "gridfeed/order/table_image.h"
 #include "gridfeed/order/table_view.h"
 
@@ -200,50 +199,6 @@ Result<std::unique_ptr<ImageWriter>> NodeImageOf(const BuiltDatasets& built, Spl
   return Finish(built, i, std::move(held), keep_source_index, std::move(sources));
 }
 
-namespace {
-
-constexpr uint64_t kSectionsMagic = 0x314e544345534647;  // "GFSECTN1"
-constexpr size_t kSectionsHead = 4 * sizeof(uint64_t);   // magic, digest, producer, count
-
-template <typename T>
-void Put(std::vector<std::byte>* out, std::span<const T> values) {
-  const size_t at = out->size(), bytes = values.size_bytes();
-  out->resize(at + (bytes + 7) / 8 * 8);  // 8-byte aligned, zero padded
-  if (bytes > 0) std::memcpy(out->data() + at, values.data(), bytes);
-}
-void PutWord(std::vector<std::byte>* out, uint64_t w) {
-  Put(out, std::span<const uint64_t>(&w, 1));
-}
-
-// Reads a producer's sections: each call takes the next array, bounds checked.
-class SectionReader {
- public:
-  explicit SectionReader(std::span<const std::byte> bytes) : bytes_(bytes) {}
-  template <typename T>
-  bool Take(uint64_t count, std::vector<T>* out) {
-    if (count > (bytes_.size() - at_) / sizeof(T)) return false;
-    const size_t bytes = static_cast<size_t>(count) * sizeof(T);
-    out->resize(static_cast<size_t>(count));
-    if (bytes > 0) std::memcpy(out->data(), bytes_.data() + at_, bytes);
-    at_ += (bytes + 7) / 8 * 8;
-    at_ = std::min(at_, bytes_.size());
-    return true;
-  }
-  bool Word(uint64_t* w) {
-    std::vector<uint64_t> one;
-    if (!Take(1, &one)) return false;
-    *w = one[0];
-    return true;
-  }
-  bool done() const { return at_ == bytes_.size(); }
-
- private:
-  std::span<const std::byte> bytes_;
-  size_t at_ = 0;
-};
-
-}  // namespace
-
 std::vector<int> PlanProducers(std::span<const uint64_t> costs, int producers) {
   producers = std::max(producers, 1);
   std::vector<size_t> by_cost(costs.size());
@@ -317,31 +272,25 @@ Result<std::vector<std::byte>> NodeSectionsOf(const BuiltDatasets& share, Split 
   std::vector<HeldSource> sources;
   std::vector<char> first_doc32;
   ExtractHeld(v, sd, held, /*built_only=*/true, &sources, &first_doc32);
-  std::vector<std::byte> out;
-  uint64_t count = 0;
-  for (const auto& m : sd.mids) count += m.dataset ? 1 : 0;
-  for (uint64_t w : {kSectionsMagic, uint64_t{0}, static_cast<uint64_t>(producer), count}) {
-    PutWord(&out, w);
-  }
+  SectionWriter out(producer);
   for (size_t k = 0; k < sd.mids.size(); ++k) {
     if (!sd.mids[k].dataset) continue;
     const HeldSource& h = sources[k];
-    PutWord(&out, k);
-    PutWord(&out, h.document_index.size());
-    PutWord(&out, h.start_offset.size());
-    Put(&out, std::span<const int32_t>(h.document_index));
+    out.Begin();
+    out.PutWord(k);
+    out.PutWord(h.document_index.size());
+    out.PutWord(h.start_offset.size());
+    out.Put(std::span<const int32_t>(h.document_index));
     if (first_doc32[k]) {
       const std::vector<int64_t> wide(h.first_doc32.begin(), h.first_doc32.end());
-      Put(&out, std::span<const int64_t>(wide));
+      out.Put(std::span<const int64_t>(wide));
     } else {
-      Put(&out, std::span<const int64_t>(h.first_doc64));
+      out.Put(std::span<const int64_t>(h.first_doc64));
     }
-    Put(&out, std::span<const int32_t>(h.start_offset));
-    Put(&out, std::span<const int32_t>(h.end_offset));
+    out.Put(std::span<const int32_t>(h.start_offset));
+    out.Put(std::span<const int32_t>(h.end_offset));
   }
-  const uint64_t digest = XXH3_64bits(out.data() + kSectionsHead, out.size() - kSectionsHead);
-  std::memcpy(out.data() + sizeof(uint64_t), &digest, sizeof(digest));
-  return out;
+  return std::move(out).Seal();
 }
 
 Result<std::unique_ptr<ImageWriter>> AssembleNodeImage(
@@ -360,15 +309,10 @@ Result<std::unique_ptr<ImageWriter>> AssembleNodeImage(
   for (size_t s = 0; s < sections.size(); ++s) {
     std::vector<std::byte> bytes = std::move(sections[s]);  // freed after this producer's
     const std::string who = "the sections from producer " + std::to_string(s);
-    uint64_t head[4] = {0, 0, 0, 0};
-    if (bytes.size() < kSectionsHead) return DataLoss(who + " are truncated");
-    std::memcpy(head, bytes.data(), kSectionsHead);
-    if (head[0] != kSectionsMagic || head[2] != s) return DataLoss(who + " are not sections");
-    if (XXH3_64bits(bytes.data() + kSectionsHead, bytes.size() - kSectionsHead) != head[1]) {
-      return DataLoss(who + " fail their digest (changed on the way?): refused");
-    }
-    SectionReader r(std::span<const std::byte>(bytes).subspan(kSectionsHead));
-    for (uint64_t c = 0; c < head[3]; ++c) {
+    GRIDFEED_ASSIGN_OR_RETURN(
+        SectionReader r,
+        SectionReader::Open(std::span<const std::byte>(bytes), static_cast<int>(s), who));
+    for (uint64_t c = 0; c < r.count(); ++c) {
       uint64_t k = 0, docs = 0, samples = 0;
       if (!r.Word(&k) || !r.Word(&docs) || !r.Word(&samples)) return DataLoss(who + ": truncated");
       if (k >= sd.mids.size() || from[k] >= 0) {

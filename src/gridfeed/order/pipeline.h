@@ -222,6 +222,22 @@ class BuiltOrder {
   // Frees this share's own tables once every node's sections are cut (the view is then
   // unusable; the assembly needs only the blend and the facts).
   virtual void ReleaseShareTables() {}
+  // Many producers of the whole image (Pipeline::BuildWholeShare): this share's sections of
+  // the whole image (the tables of its units), framed by order/sections.h with `producer`.
+  // After AdoptShareFacts.
+  virtual Result<std::vector<std::byte>> WholeSections(int producer) const {
+    (void)producer;
+    return FailedPrecondition("this order has no whole-image shares");
+  }
+  // The whole image from every producer's sections (`sections[p]`: producer p's, freed as they
+  // are read), byte for byte TakeImage's of one process's whole build; this share is spent
+  // after it. DataLoss naming the producer for sections that fail their digest or shape, or a
+  // unit given by no producer or by two.
+  virtual Result<std::unique_ptr<ImageWriter>> AssembleWholeImage(
+      std::vector<std::vector<std::byte>> sections) {
+    (void)sections;
+    return FailedPrecondition("this order has no whole-image shares");
+  }
   // This share's sections of the node whose readers read `held` (sorted, unique) of `split`.
   virtual Result<std::vector<std::byte>> NodeSections(Split split, std::span<const int64_t> held,
                                                       int producer) const {
@@ -261,6 +277,21 @@ class Pipeline {
       const std::function<bool(const std::string&)>& builds_store) const {
     (void)builds_store;
     return FailedPrecondition("this order's build is not divided among producers");
+  }
+  // Many producers of the whole image (--table-producers where every node holds the whole
+  // image: orders without node images, or --node-window full): the units a build divides
+  // into, each with its cost for PlanProducers (e.g. a store's index bytes, an epoch's
+  // instances), in an order every rank derives from the options and files alone; empty where
+  // one process builds it all (the default).
+  virtual Result<std::vector<uint64_t>> WholeShareUnits() const { return std::vector<uint64_t>{}; }
+  // One producer's share of a whole-image build: what every producer builds and the units
+  // `builds_unit` names (indexes into WholeShareUnits). Its ShareFacts/AdoptShareFacts,
+  // DataFacts, WholeSections and AssembleWholeImage then make the image (feed/ says in which
+  // order). FailedPrecondition where WholeShareUnits is empty.
+  virtual Result<std::unique_ptr<BuiltOrder>> BuildWholeShare(
+      const std::function<bool(size_t unit)>& builds_unit) const {
+    (void)builds_unit;
+    return FailedPrecondition("this order's whole image is not divided among producers");
   }
   // A view into `image` (from this pipeline's ImageWriter), which must outlive it. DataLoss for
   // a damaged image. The token stores are not open yet.
