@@ -13,6 +13,7 @@
 #include "gridfeed/core/log.h"
 #include "gridfeed/core/stopwatch.h"
 #include "gridfeed/order/olmo/olmo_instance.h"
+#include "gridfeed/order/sections.h"
 #include "gridfeed/order/store_facts.h"
 
 namespace gridfeed::order {
@@ -261,8 +262,10 @@ class OlmoView final : public OrderView {
   int64_t InstanceAt(int64_t position) const {
     const OlmoSlot slot = positions_.Locate(position);
     GRIDFEED_CHECK(slot.epoch >= 0 && static_cast<size_t>(slot.epoch) < perms_.size());
-    const int64_t instance = perms_[static_cast<size_t>(slot.epoch)]
-                                   [static_cast<size_t>(slot.global_index % plan_.instances)];
+    const auto& perm = perms_[static_cast<size_t>(slot.epoch)];
+    // A share of a whole-image build holds only its own epochs (the others are empty).
+    GRIDFEED_CHECK(static_cast<int64_t>(perm.size()) == plan_.instances);
+    const int64_t instance = perm[static_cast<size_t>(slot.global_index % plan_.instances)];
     GRIDFEED_CHECK(instance < plan_.instances);
     return instance;
   }
@@ -338,11 +341,15 @@ class OlmoImageWriter final : public ImageWriter {
   std::vector<std::vector<uint32_t>> perms_;
 };
 
+// Tables built in process: every epoch's permutation, or, for a share of a whole-image build
+// by several producers (Pipeline::BuildWholeShare), only the epochs `owned` names (the others
+// empty, never allocated). A share's view answers length(); reads need the whole build.
 class OlmoBuilt final : public BuiltOrder {
  public:
   OlmoBuilt(const config::JobOptions& options, OlmoPlan plan,
-            std::vector<std::vector<uint32_t>> perms, io::OlmoTokenFiles files)
-      : plan_(plan), perms_(std::move(perms)) {
+            std::vector<std::vector<uint32_t>> perms, io::OlmoTokenFiles files,
+            std::vector<char> owned = {})
+      : plan_(plan), perms_(std::move(perms)), owned_(std::move(owned)) {
     std::vector<std::span<const uint32_t>> spans(perms_.begin(), perms_.end());
     view_ = std::make_unique<OlmoView>(options, std::move(plan), std::move(spans));
     facts_ = FactsJson(options, files);
@@ -351,11 +358,103 @@ class OlmoBuilt final : public BuiltOrder {
   std::string DataFacts() const override { return facts_; }
   OrderView& view() override { return *view_; }
   std::unique_ptr<ImageWriter> TakeImage() override {
+    GRIDFEED_CHECK(owned_.empty());  // a share's image is AssembleWholeImage's
     view_.reset();
     return std::make_unique<OlmoImageWriter>(std::move(plan_), std::move(perms_));
   }
 
+  // What every producer of a whole image must agree on: the order's shape and the data facts
+  // (the token files' sizes and sampled digests, as this producer opened them).
+  std::vector<int64_t> ShareFacts() const override {
+    return {kShareFactsTag, plan_.epochs, plan_.instances, plan_.length,
+            static_cast<int64_t>(XXH3_64bits(facts_.data(), facts_.size()))};
+  }
+  Status AdoptShareFacts(std::span<const int64_t> facts) override {
+    if (owned_.empty()) return FailedPrecondition("not a share of a whole-image build");
+    const std::vector<int64_t> mine = ShareFacts();
+    if (facts.empty() || facts.size() % mine.size() != 0) {
+      return DataLoss("the OLMo producers' facts are malformed (" + std::to_string(facts.size()) +
+                      " words)");
+    }
+    for (size_t p = 0; p < facts.size() / mine.size(); ++p) {
+      const auto theirs = facts.subspan(p * mine.size(), mine.size());
+      if (theirs[0] != kShareFactsTag) {
+        return DataLoss("table producer " + std::to_string(p) + "'s facts are not an OLMo order's");
+      }
+      if (!std::equal(theirs.begin(), theirs.end(), mine.begin())) {
+        return DataLoss("table producer " + std::to_string(p) + " sees another OLMo order (" +
+                        std::to_string(theirs[1]) + " epochs of " + std::to_string(theirs[2]) +
+                        " instances, or other token files) than this one (" +
+                        std::to_string(plan_.epochs) + " epochs of " +
+                        std::to_string(plan_.instances) + " instances): its token files differ");
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Each owned epoch: its index, its length and its permutation.
+  Result<std::vector<std::byte>> WholeSections(int producer) const override {
+    if (owned_.empty()) return FailedPrecondition("not a share of a whole-image build");
+    SectionWriter out(producer);
+    for (size_t e = 0; e < perms_.size(); ++e) {
+      if (!owned_[e]) continue;
+      out.Begin();
+      out.PutWord(e);
+      out.PutWord(perms_[e].size());
+      out.Put(std::span<const uint32_t>(perms_[e]));
+    }
+    return std::move(out).Seal();
+  }
+
+  Result<std::unique_ptr<ImageWriter>> AssembleWholeImage(
+      std::vector<std::vector<std::byte>> sections) override {
+    if (owned_.empty()) return FailedPrecondition("not a share of a whole-image build");
+    view_.reset();  // spent: the permutations come from the sections, this share's included
+    const size_t epochs = static_cast<size_t>(plan_.epochs);
+    std::vector<std::vector<uint32_t>>(epochs).swap(perms_);
+    std::vector<int> from(epochs, -1);
+    const uint64_t n = static_cast<uint64_t>(plan_.instances);
+    for (size_t s = 0; s < sections.size(); ++s) {
+      const std::vector<std::byte> bytes = std::move(sections[s]);  // freed after this producer's
+      const std::string who = "the sections from producer " + std::to_string(s);
+      GRIDFEED_ASSIGN_OR_RETURN(
+          SectionReader r,
+          SectionReader::Open(std::span<const std::byte>(bytes), static_cast<int>(s), who));
+      for (uint64_t c = 0; c < r.count(); ++c) {
+        uint64_t e = 0, len = 0;
+        if (!r.Word(&e) || !r.Word(&len)) return DataLoss(who + ": truncated");
+        if (e >= epochs || from[e] >= 0) {
+          return DataLoss(
+              who + ": epoch " + std::to_string(e) + " unknown or given twice" +
+              (e < epochs ? " (also by producer " + std::to_string(from[e]) + ")" : std::string()));
+        }
+        from[e] = static_cast<int>(s);
+        if (len != n) {
+          return DataLoss(who + ": epoch " + std::to_string(e) + " holds " + std::to_string(len) +
+                          " instances, the order " + std::to_string(n) + ": producers disagree");
+        }
+        std::vector<uint32_t>& perm = perms_[e];
+        if (!r.Take(len, &perm)) {
+          return DataLoss(who + ": epoch " + std::to_string(e) + " is truncated");
+        }
+        if (std::any_of(perm.begin(), perm.end(), [n](uint32_t v) { return v >= n; })) {
+          return DataLoss(who + ": epoch " + std::to_string(e) + " names an instance past " +
+                          std::to_string(n));
+        }
+      }
+      if (!r.done()) return DataLoss(who + ": bytes after the last section");
+    }
+    for (size_t e = 0; e < epochs; ++e) {
+      if (from[e] < 0) return DataLoss("no producer gave epoch " + std::to_string(e));
+    }
+    owned_.clear();
+    return std::unique_ptr<ImageWriter>(
+        std::make_unique<OlmoImageWriter>(std::move(plan_), std::move(perms_)));
+  }
+
  private:
+  static constexpr int64_t kShareFactsTag = 0x4f4c4d4f;  // "OMLO"
+
   std::string FactsJson(const config::JobOptions& o, const io::OlmoTokenFiles& files) const {
     nlohmann::json f = nlohmann::json::array();
     for (size_t k = 0; k < files.files().size(); ++k) {
@@ -380,6 +479,7 @@ class OlmoBuilt final : public BuiltOrder {
 
   OlmoPlan plan_;
   std::vector<std::vector<uint32_t>> perms_;
+  std::vector<char> owned_;  // per epoch, for a share; empty for a whole build
   std::unique_ptr<OlmoView> view_;
   std::string facts_;
 };
@@ -391,34 +491,19 @@ class OlmoPipeline final : public Pipeline {
   bool cursor_bounded_by_split() const override { return false; }
   FieldSchema schema() const override { return GptSchema(options_.data.create_attention_mask); }
 
-  Result<std::unique_ptr<BuiltOrder>> Build() const override {
-    Stopwatch clock;
+  Result<std::unique_ptr<BuiltOrder>> Build() const override { return BuildEpochs(nullptr); }
+
+  // One unit per epoch (its cost: the instances it shuffles); none with one epoch.
+  Result<std::vector<uint64_t>> WholeShareUnits() const override {
     GRIDFEED_ASSIGN_OR_RETURN(OlmoPlan plan, PlanOlmoOrder(options_));
-    const auto& d = options_.data;
-    GRIDFEED_ASSIGN_OR_RETURN(io::OlmoTokenFiles files,
-                              io::OlmoTokenFiles::Open(d.olmo_paths, d.olmo_label_mask_paths,
-                                                       TokenSize(d), d.seq_length));
-    const double open_s = clock.Seconds();
-    std::vector<std::vector<uint32_t>> perms(static_cast<size_t>(plan.epochs));
-    for (int64_t e = 0; e < plan.epochs; ++e) {
-      auto& perm = perms[static_cast<size_t>(e)];
-      perm.resize(static_cast<size_t>(plan.instances));
-      for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<uint32_t>(i);
-      Pcg64 rng(EpochSeed(plan, e));
-      ShuffleUint32(rng, perm);
-    }
-    char line[256];
-    std::snprintf(line, sizeof(line),
-                  "OLMo order: %lld instances, DP %lld, device batch %lld (micro-batches of "
-                  "%lld), %lld epoch(s) from epoch %lld; files %.3f s, shuffles %.3f s",
-                  static_cast<long long>(plan.instances), static_cast<long long>(plan.world_size),
-                  static_cast<long long>(plan.sizes.device_batch_size),
-                  static_cast<long long>(plan.micro_batch_size),
-                  static_cast<long long>(plan.epochs), static_cast<long long>(plan.first_epoch),
-                  open_s, clock.Seconds() - open_s);
-    log::Info(line);
-    return std::unique_ptr<BuiltOrder>(
-        new OlmoBuilt(options_, std::move(plan), std::move(perms), std::move(files)));
+    if (plan.epochs < 2) return std::vector<uint64_t>{};
+    return std::vector<uint64_t>(static_cast<size_t>(plan.epochs),
+                                 static_cast<uint64_t>(plan.instances));
+  }
+
+  Result<std::unique_ptr<BuiltOrder>> BuildWholeShare(
+      const std::function<bool(size_t unit)>& builds_unit) const override {
+    return BuildEpochs(&builds_unit);
   }
 
   Result<std::unique_ptr<OrderView>> ViewImage(std::span<const std::byte> image) const override {
@@ -480,6 +565,54 @@ class OlmoPipeline final : public Pipeline {
   }
 
  private:
+  // Every epoch's permutation, or (`builds_epoch`) only those it names: a share.
+  Result<std::unique_ptr<BuiltOrder>> BuildEpochs(
+      const std::function<bool(size_t)>* builds_epoch) const {
+    Stopwatch clock;
+    GRIDFEED_ASSIGN_OR_RETURN(OlmoPlan plan, PlanOlmoOrder(options_));
+    const auto& d = options_.data;
+    GRIDFEED_ASSIGN_OR_RETURN(io::OlmoTokenFiles files,
+                              io::OlmoTokenFiles::Open(d.olmo_paths, d.olmo_label_mask_paths,
+                                                       TokenSize(d), d.seq_length));
+    const double open_s = clock.Seconds();
+    std::vector<char> owned;
+    if (builds_epoch != nullptr) {
+      if (plan.epochs < 2) {
+        return FailedPrecondition(
+            "this OLMo order has one epoch: its whole image is not divided among producers");
+      }
+      owned.resize(static_cast<size_t>(plan.epochs));
+      for (size_t e = 0; e < owned.size(); ++e) owned[e] = (*builds_epoch)(e) ? 1 : 0;
+    }
+    std::vector<std::vector<uint32_t>> perms(static_cast<size_t>(plan.epochs));
+    int64_t shuffled = 0;
+    for (int64_t e = 0; e < plan.epochs; ++e) {
+      if (!owned.empty() && !owned[static_cast<size_t>(e)]) continue;
+      ++shuffled;
+      auto& perm = perms[static_cast<size_t>(e)];
+      perm.resize(static_cast<size_t>(plan.instances));
+      for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<uint32_t>(i);
+      Pcg64 rng(EpochSeed(plan, e));
+      ShuffleUint32(rng, perm);
+    }
+    char line[256];
+    std::snprintf(line, sizeof(line),
+                  "OLMo order: %lld instances, DP %lld, device batch %lld (micro-batches of "
+                  "%lld), %lld epoch(s) from epoch %lld; files %.3f s, shuffles %.3f s",
+                  static_cast<long long>(plan.instances), static_cast<long long>(plan.world_size),
+                  static_cast<long long>(plan.sizes.device_batch_size),
+                  static_cast<long long>(plan.micro_batch_size),
+                  static_cast<long long>(plan.epochs), static_cast<long long>(plan.first_epoch),
+                  open_s, clock.Seconds() - open_s);
+    std::string message = line;
+    if (!owned.empty()) {
+      message += " (this producer's share: " + std::to_string(shuffled) + " of them)";
+    }
+    log::Info(message);
+    return std::unique_ptr<BuiltOrder>(new OlmoBuilt(options_, std::move(plan), std::move(perms),
+                                                     std::move(files), std::move(owned)));
+  }
+
   config::JobOptions options_;
 };
 

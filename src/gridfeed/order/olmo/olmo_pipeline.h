@@ -17,6 +17,13 @@
 // micro-batch size, workers and c: they are part of the data facts (fingerprint). A resumed
 // run (a gridfeed checkpoint) continues the order of the run that saved it. Thread safe where
 // pipeline.h says so.
+//
+// Many producers of the whole image (--table-producers; Pipeline::WholeShareUnits): the units
+// are the plan's epochs (cost: the instances each shuffles; none with one epoch), a share
+// shuffles only its epochs, its sections are those epochs' permutations (index, length,
+// values), and the assembly takes every epoch from exactly one producer into the very image
+// one process's Build() writes. The shares' facts (the order's shape and the data facts) must
+// agree: a producer whose token files differ is refused when they are adopted.
 #pragma once
 
 #include <cstdint>
