@@ -170,12 +170,18 @@ TEST(OlmoProducers, AssembledImageIsTheWholeBuilds) {
         EXPECT_EQ(share->view().length(Split::kValid), 0);
       }
       const auto sections = SectionsOf(s);
+      for (auto& share : s.share) {  // as the feeder does once the sections are cut
+        share->ReleaseShareTables();
+        EXPECT_EQ(share->view().length(Split::kTrain), length);
+        EXPECT_EQ(share->WholeSections(0).status().code(), StatusCode::kFailedPrecondition);
+      }
       for (int p = 0; p < producers; ++p) {
         auto image = s.share[static_cast<size_t>(p)]->AssembleWholeImage(sections);
         ASSERT_TRUE(image.ok()) << image.status().ToString();
         const std::vector<std::byte> got = BytesOf(**image);
         ASSERT_EQ(got.size(), want.size());
         EXPECT_TRUE(got == want) << "producer " << p << "'s assembly differs";
+        EXPECT_EQ(s.share[static_cast<size_t>(p)]->view().length(Split::kTrain), length);
       }
     }
     // The assembled image is one the pipeline views.

@@ -145,6 +145,10 @@ class OlmoView final : public OrderView {
         item_options_(ItemOptions(data_)) {}
 
   void AdoptFiles(io::OlmoTokenFiles files) { files_ = std::move(files), open_ = true; }
+  // The permutations are gone (a share's, released): every read is then a bug (InstanceAt).
+  void ForgetPermutations() {
+    for (auto& perm : perms_) perm = {};
+  }
 
   int64_t length(Split split) const override { return split == Split::kTrain ? plan_.length : 0; }
   const std::vector<std::string>& token_stores() const override { return data_.olmo_paths; }
@@ -392,9 +396,19 @@ class OlmoBuilt final : public BuiltOrder {
     return Status::Ok();
   }
 
+  // A share's own permutations once its sections are cut (they travel in them); its view
+  // still answers length().
+  void ReleaseShareTables() override {
+    if (owned_.empty()) return;
+    view_->ForgetPermutations();
+    for (auto& perm : perms_) std::vector<uint32_t>().swap(perm);
+    released_ = true;
+  }
+
   // Each owned epoch: its index, its length and its permutation.
   Result<std::vector<std::byte>> WholeSections(int producer) const override {
     if (owned_.empty()) return FailedPrecondition("not a share of a whole-image build");
+    if (released_) return FailedPrecondition("this share's permutations are released already");
     SectionWriter out(producer);
     for (size_t e = 0; e < perms_.size(); ++e) {
       if (!owned_[e]) continue;
@@ -409,7 +423,8 @@ class OlmoBuilt final : public BuiltOrder {
   Result<std::unique_ptr<ImageWriter>> AssembleWholeImage(
       std::vector<std::vector<std::byte>> sections) override {
     if (owned_.empty()) return FailedPrecondition("not a share of a whole-image build");
-    view_.reset();  // spent: the permutations come from the sections, this share's included
+    // Spent: the permutations come from the sections, this share's own included.
+    view_->ForgetPermutations();
     const size_t epochs = static_cast<size_t>(plan_.epochs);
     std::vector<std::vector<uint32_t>>(epochs).swap(perms_);
     std::vector<int> from(epochs, -1);
@@ -480,6 +495,7 @@ class OlmoBuilt final : public BuiltOrder {
   OlmoPlan plan_;
   std::vector<std::vector<uint32_t>> perms_;
   std::vector<char> owned_;  // per epoch, for a share; empty for a whole build
+  bool released_ = false;    // ReleaseShareTables
   std::unique_ptr<OlmoView> view_;
   std::string facts_;
 };
