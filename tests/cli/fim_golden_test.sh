@@ -12,10 +12,12 @@ WORK=$(mktemp -d /tmp/gridfeed_fim.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 cd "$GOLDEN"   # data and tokenizer paths are relative, as Megatron saw them
 
+# The comparisons, all in one Python start (a start with numpy per comparison was most of this
+# test's time): argument groups of three, GOLDEN_ITEMS OUR_ITEMS LABEL. Every group is checked;
+# each failure is named by its label (case and split) and the file, and any fails the whole.
 COMPARE=$(cat <<'PY'
 import os, sys
 import numpy as np
-golden, ours = sys.argv[1], sys.argv[2]
 def same(a, b):
     x, y = np.load(a), np.load(b)
     assert x.dtype == y.dtype, (a, x.dtype, y.dtype)
@@ -23,46 +25,64 @@ def same(a, b):
     if not np.array_equal(x, y):
         bad = np.argwhere(x != y)[:3].tolist()
         raise AssertionError(f"{a}: values differ, first at {bad}")
-files = sorted(f for f in os.listdir(golden) if f.endswith(".npy"))
-have = sorted(f for f in os.listdir(ours) if f.endswith(".npy"))
-pairs = []  # (golden file, our file)
-for f in files:
-    if f in ("loss_mask.npy", "loss_mask_without_cache_leak.npy", "fetch_order.npy"):
-        continue
-    if f == "window_before_fim.npy" and f not in have:
-        continue  # a debug aid, not part of the contract
-    pairs.append((f, f))
-leak = "loss_mask_without_cache_leak.npy"
-pairs.append((leak if leak in files else "loss_mask.npy", "loss_mask.npy"))
-pairs.append(("fetch_order.npy", "items_index.npy"))
-extra = set(have) - {o for _, o in pairs} - {"window_before_fim.npy"}
-assert not extra, ("files Megatron does not write", sorted(extra))
-for g, o in pairs:
-    assert o in have, ("missing", o)
-    same(os.path.join(golden, g), os.path.join(ours, o))
-print("items ok:", len(pairs), "arrays")
+def items(golden, ours):
+    files = sorted(f for f in os.listdir(golden) if f.endswith(".npy"))
+    have = sorted(f for f in os.listdir(ours) if f.endswith(".npy"))
+    pairs = []  # (golden file, our file)
+    for f in files:
+        if f in ("loss_mask.npy", "loss_mask_without_cache_leak.npy", "fetch_order.npy"):
+            continue
+        if f == "window_before_fim.npy" and f not in have:
+            continue  # a debug aid, not part of the contract
+        pairs.append((f, f))
+    leak = "loss_mask_without_cache_leak.npy"
+    pairs.append((leak if leak in files else "loss_mask.npy", "loss_mask.npy"))
+    pairs.append(("fetch_order.npy", "items_index.npy"))
+    extra = set(have) - {o for _, o in pairs} - {"window_before_fim.npy"}
+    assert not extra, ("files Megatron does not write", sorted(extra))
+    for g, o in pairs:
+        assert o in have, ("missing", o)
+        same(os.path.join(golden, g), os.path.join(ours, o))
+    return len(pairs)
+args = sys.argv[1:]
+assert args and len(args) % 3 == 0, args
+failed = []
+for i in range(0, len(args), 3):
+    golden, ours, label = args[i:i + 3]
+    try:
+        print(f"{label}: items ok: {items(golden, ours)} arrays")
+    except Exception as e:
+        failed.append(label)
+        print(f"FAIL: {label}: {type(e).__name__}: {e}")
+if failed:
+    print(f"FAIL: {len(failed)} of {len(args) // 3} comparisons: " + "; ".join(failed))
+    sys.exit(1)
 PY
 )
 
+# Every case's flags and its splits' positions (items/fetch_order.npy) in one Python start
+# (fim_golden_flags.py --each); gridfeed for every case and split; then the comparisons.
+case_dirs=("$GOLDEN"/cases/*/)
+/usr/bin/python3 "$FLAGS" --each "$WORK/each" "${case_dirs[@]}"
+JOBS=()  # three arguments per comparison (above)
 cases=0
-for case_dir in "$GOLDEN"/cases/*/; do
+for case_dir in "${case_dirs[@]}"; do
   case_dir=${case_dir%/}
   name=$(basename "$case_dir")
-  mapfile -t flags < <(/usr/bin/python3 "$FLAGS" "$case_dir")
+  mapfile -t flags < "$WORK/each/$name.flags"
   for split in train valid test; do
     items="$case_dir/$split/items"
     [ -f "$items/fetch_order.npy" ] || continue
-    pos=$(/usr/bin/python3 -c "import numpy as np,sys; print(','.join(map(str, np.load(sys.argv[1]))))" \
-      "$items/fetch_order.npy")
+    pos=$(< "$WORK/each/$name.$split.positions")
     "$GRIDFEED" samples "${flags[@]}" --split-name "$split" --positions "$pos" \
       --out "$WORK/$name/$split" > /dev/null 2> "$WORK/err" \
       || { cat "$WORK/err"; echo "FAIL: gridfeed samples --fim-data, case $name split $split"; exit 1; }
-    /usr/bin/python3 -c "$COMPARE" "$items" "$WORK/$name/$split" \
-      || { echo "FAIL: case $name split $split"; exit 1; }
+    JOBS+=("$items" "$WORK/$name/$split" "case $name split $split")
     cases=$((cases + 1))
   done
 done
 [ "$cases" -ge 1 ] || { echo "FAIL: no case with items under $GOLDEN/cases"; exit 1; }
+/usr/bin/python3 -c "$COMPARE" "${JOBS[@]}"
 
 # Wrong inputs: an error naming what to change, never a crash or an empty result. These use
 # the visible set's corpus and tokenizer; a set without them skips this part.

@@ -1,8 +1,14 @@
 """A golden Megatron case's inputs (case.json) as gridfeed command-line flags, one per line.
 
 Usage: golden_flags.py CASE_DIR [--batches | --yaml]
+       golden_flags.py --each OUT_DIR CASE_DIR... [--batches]
 --batches adds the micro-batch size of the case's DataLoader micro-batches; --yaml prints the
 flags but --seed as a gridfeed YAML configuration instead (the seed stays a flag).
+--each does many cases in one start (a Python with numpy per case was most of a golden test's
+time): for every CASE_DIR it writes OUT_DIR/NAME.flags (its flags, one per line) and, for each
+split with items/items_index.npy, OUT_DIR/NAME.SPLIT.positions (those positions on one line,
+comma-separated, as --positions takes them). sft_golden_flags.py and fim_golden_flags.py take
+--each too (write_each below).
 """
 import json
 import os
@@ -40,6 +46,23 @@ def flags(case, batches=False):
     return [str(x) for x in f]
 
 
+def write_each(out_dir, case_dirs, flags_of, index="items_index.npy"):
+    """Each case's flags_of(case.json) and its splits' positions (items/INDEX) in out_dir."""
+    import numpy as np
+    os.makedirs(out_dir, exist_ok=True)
+    for case_dir in case_dirs:
+        name = os.path.basename(os.path.normpath(case_dir))
+        with open(os.path.join(case_dir, "case.json")) as fh:
+            f = flags_of(json.load(fh))
+        with open(os.path.join(out_dir, name + ".flags"), "w") as fh:
+            fh.write("".join(x + "\n" for x in f))
+        for split in ("train", "valid", "test"):
+            path = os.path.join(case_dir, split, "items", index)
+            if os.path.isfile(path):
+                with open(os.path.join(out_dir, f"{name}.{split}.positions"), "w") as fh:
+                    fh.write(",".join(map(str, np.load(path))) + "\n")
+
+
 def yaml(f):
     """Flags as YAML: `key: value`, a list for several values, true for a bare flag."""
     out, i = [], 0
@@ -62,6 +85,11 @@ def yaml(f):
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--each":
+        batches = "--batches" in sys.argv[3:]
+        write_each(sys.argv[2], [a for a in sys.argv[3:] if a != "--batches"],
+                   lambda case: flags(case, batches))
+        sys.exit(0)
     with open(os.path.join(sys.argv[1], "case.json")) as fh:
         f = flags(json.load(fh), "--batches" in sys.argv[2:])
     print("\n".join(yaml(f) if "--yaml" in sys.argv[2:] else f))

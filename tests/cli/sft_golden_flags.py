@@ -1,6 +1,9 @@
 """A golden SFT case's inputs (case.json) as gridfeed command-line flags, one per line.
 
 Usage: sft_golden_flags.py CASE_DIR
+       sft_golden_flags.py --each OUT_DIR CASE_DIR...
+--each writes every case's flags and its splits' positions (items/items_index.npy)
+in one start, as golden_flags.py --each does.
 """
 import json
 import os
@@ -31,5 +34,9 @@ def flags(case):
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--each":
+        from golden_flags import write_each  # beside this script
+        write_each(sys.argv[2], sys.argv[3:], flags)
+        sys.exit(0)
     with open(os.path.join(sys.argv[1], "case.json")) as fh:
         print("\n".join(flags(json.load(fh))))

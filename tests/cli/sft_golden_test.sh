@@ -11,10 +11,13 @@ WORK=$(mktemp -d /tmp/gridfeed_sft.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 cd "$GOLDEN"   # data and tokenizer paths are relative, as Megatron saw them
 
+# The comparisons, all in one Python start (a start with numpy per comparison was most of this
+# test's time): argument groups of four, WHAT GOLDEN OURS LABEL, WHAT "tables" (a case's
+# summary and blend tables) or "items" (a split's items). Every group is checked; each failure
+# is named by its label (case and split) and the file, and any failure fails the whole.
 COMPARE=$(cat <<'PY'
 import json, os, sys
 import numpy as np
-golden, ours, what = sys.argv[1], sys.argv[2], sys.argv[3]
 def same(a, b):
     x, y = np.load(a), np.load(b)
     assert x.dtype == y.dtype, (a, x.dtype, y.dtype)
@@ -22,15 +25,17 @@ def same(a, b):
     if not np.array_equal(x, y):
         bad = np.argwhere(x != y)[:3].tolist()
         raise AssertionError(f"{a}: values differ, first at {bad}")
-checked = 0
-if what == "items":
+def items(golden, ours):
+    checked = 0
     want = sorted(f for f in os.listdir(golden) if f.endswith(".npy"))
     have = sorted(f for f in os.listdir(ours) if f.endswith(".npy"))
     assert want == have, ("files differ", want, have)
     for f in want:
         same(os.path.join(golden, f), os.path.join(ours, f)); checked += 1
     assert checked >= 7, checked
-else:
+    return checked
+def tables(golden, ours):
+    checked = 0
     case = json.load(open(os.path.join(golden, "case.json")))
     summary = json.load(open(os.path.join(ours, "summary.json")))
     for split, s in case["splits"].items():
@@ -48,31 +53,50 @@ else:
             for f in sorted(os.listdir(blend)):
                 same(os.path.join(blend, f), os.path.join(ours, split, "blend", f)); checked += 1
     assert checked >= 1
-print(what, "ok:", checked, "checks")
+    return checked
+args = sys.argv[1:]
+assert args and len(args) % 4 == 0, args
+failed = []
+for i in range(0, len(args), 4):
+    what, golden, ours, label = args[i:i + 4]
+    try:
+        checked = {"tables": tables, "items": items}[what](golden, ours)
+        print(f"{label}: {what} ok: {checked} checks")
+    except Exception as e:
+        failed.append(label)
+        print(f"FAIL: {label}: {what}: {type(e).__name__}: {e}")
+if failed:
+    print(f"FAIL: {len(failed)} of {len(args) // 4} comparisons: " + "; ".join(failed))
+    sys.exit(1)
 PY
 )
 
+# Every case's flags and its splits' positions (items/items_index.npy) in one Python start
+# (sft_golden_flags.py --each); gridfeed for every case and split; then the comparisons.
+case_dirs=("$GOLDEN"/cases/*/)
+/usr/bin/python3 "$FLAGS" --each "$WORK/each" "${case_dirs[@]}"
+JOBS=()  # four arguments per comparison (above)
 cases=0
-for case_dir in "$GOLDEN"/cases/*/; do
+for case_dir in "${case_dirs[@]}"; do
   case_dir=${case_dir%/}
   name=$(basename "$case_dir")
-  mapfile -t flags < <(/usr/bin/python3 "$FLAGS" "$case_dir")
+  mapfile -t flags < "$WORK/each/$name.flags"
   "$GRIDFEED" tables "${flags[@]}" --out "$WORK/$name/tables" > /dev/null 2> "$WORK/err" \
     || { cat "$WORK/err"; echo "FAIL: gridfeed tables --sft, case $name"; exit 1; }
-  /usr/bin/python3 -c "$COMPARE" "$case_dir" "$WORK/$name/tables" tables
+  JOBS+=(tables "$case_dir" "$WORK/$name/tables" "case $name")
   for split in train valid test; do
     items="$case_dir/$split/items"
     [ -f "$items/items_index.npy" ] || continue
-    pos=$(/usr/bin/python3 -c "import numpy as np,sys; print(','.join(map(str, np.load(sys.argv[1]))))" \
-      "$items/items_index.npy")
+    pos=$(< "$WORK/each/$name.$split.positions")
     "$GRIDFEED" samples "${flags[@]}" --split-name "$split" --positions "$pos" \
       --out "$WORK/$name/$split" > /dev/null 2> "$WORK/err" \
       || { cat "$WORK/err"; echo "FAIL: gridfeed samples --sft, case $name split $split"; exit 1; }
-    /usr/bin/python3 -c "$COMPARE" "$items" "$WORK/$name/$split" items
+    JOBS+=(items "$items" "$WORK/$name/$split" "case $name split $split")
     cases=$((cases + 1))
   done
 done
 [ "$cases" -ge 1 ] || { echo "FAIL: no case with items under $GOLDEN/cases"; exit 1; }
+/usr/bin/python3 -c "$COMPARE" "${JOBS[@]}"
 
 # Wrong inputs: an error naming what to change, never a crash or an empty result. These use
 # the visible set's corpora and tokenizer; a set without them (hf-tokenizers) skips this part.

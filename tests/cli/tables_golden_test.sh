@@ -8,17 +8,22 @@ WORK=$(mktemp -d /tmp/gridfeed_tables.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 cd "$GOLDEN"   # data paths are relative, as Megatron saw them
 
+# The comparisons, many in one Python start (a start with numpy per comparison was most of this
+# test's time): argument groups of four, WHAT GOLDEN OURS LABEL, WHAT "tables" (a case's tables
+# and summary) or "samples" (a split's items). Every group is checked; each failure is named by
+# its label (case and split) and the file, and any failure fails the whole.
 COMPARE=$(cat <<'PY'
 import json, os, sys
 import numpy as np
-golden, ours, what = sys.argv[1], sys.argv[2], sys.argv[3]
-checked = 0
 def same(a, b):
     x, y = np.load(a), np.load(b)
     assert x.dtype == y.dtype, (a, x.dtype, y.dtype)
     assert x.shape == y.shape, (a, x.shape, y.shape)
-    assert np.array_equal(x, y), a
-if what == "tables":
+    if not np.array_equal(x, y):
+        bad = np.argwhere(x != y)[:3].tolist()
+        raise AssertionError(f"{a}: values differ from {b}, first at {bad}")
+def tables(golden, ours):
+    checked = 0
     for split in ("train", "valid", "test"):
         g = os.path.join(golden, split)
         assert os.path.isdir(g) == os.path.isdir(os.path.join(ours, split)), split
@@ -35,48 +40,70 @@ if what == "tables":
     for split, s in case["splits"].items():
         assert (s is None) == (summary[split] is None), split
         if s is not None:
-            assert summary[split]["length"] == s["len"], split
-else:
+            assert summary[split]["length"] == s["len"], (split, summary[split]["length"], s["len"])
+    return checked
+def samples(golden, ours):
+    checked = 0
     for f in sorted(os.listdir(ours)):
         g = os.path.join(golden, f)
         if f == "loss_mask.npy" and os.path.exists(os.path.join(golden, "loss_mask_without_cache_leak.npy")):
             g = os.path.join(golden, "loss_mask_without_cache_leak.npy")
         same(g, os.path.join(ours, f)); checked += 1
-assert checked >= 3, checked
-print(what, "ok:", checked, "arrays equal")
+    return checked
+args = sys.argv[1:]
+assert args and len(args) % 4 == 0, args
+failed = []
+for i in range(0, len(args), 4):
+    what, golden, ours, label = args[i:i + 4]
+    try:
+        checked = {"tables": tables, "samples": samples}[what](golden, ours)
+        assert checked >= 3, (ours, checked, "arrays, fewer than 3")
+        print(f"{label}: {what} ok: {checked} arrays equal")
+    except Exception as e:
+        failed.append(label)
+        print(f"FAIL: {label}: {what}: {type(e).__name__}: {e}")
+if failed:
+    print(f"FAIL: {len(failed)} of {len(args) // 4} comparisons: " + "; ".join(failed))
+    sys.exit(1)
 PY
 )
+JOBS=()  # the comparisons still to make, four arguments each (above)
+compare() { /usr/bin/python3 -c "$COMPARE" "${JOBS[@]}"; JOBS=(); }
 
-run_case() {  # case name, extra flags...
+run_case() {  # case name, extra flags...: its tables and items; their comparisons to JOBS
   local name=$1; shift
   local case_dir="$GOLDEN/cases/$name"
   "$GRIDFEED" tables "$@" --out "$WORK/$name" 2> "$WORK/err" \
     || { cat "$WORK/err"; echo "FAIL: gridfeed tables, case $name"; exit 1; }
-  /usr/bin/python3 -c "$COMPARE" "$case_dir" "$WORK/$name" tables
+  JOBS+=(tables "$case_dir" "$WORK/$name" "case $name")
   for split in train valid test; do
     [ -f "$case_dir/$split/items/items_index.npy" ] || continue
-    local pos
-    pos=$(/usr/bin/python3 -c "import numpy as np,sys; print(','.join(map(str, np.load(sys.argv[1]))))" \
-      "$case_dir/$split/items/items_index.npy")
-    "$GRIDFEED" samples "$@" --split-name "$split" --positions "$pos" \
+    local positions="$WORK/each/$name.$split.positions"
+    [ -f "$positions" ] || { echo "FAIL: no positions for case $name $split"; exit 1; }
+    "$GRIDFEED" samples "$@" --split-name "$split" --positions "$(< "$positions")" \
       --out "$WORK/$name-$split-items" 2> "$WORK/err" \
       || { cat "$WORK/err"; echo "FAIL: gridfeed samples, case $name $split"; exit 1; }
-    /usr/bin/python3 -c "$COMPARE" "$case_dir/$split/items" "$WORK/$name-$split-items" samples
+    JOBS+=(samples "$case_dir/$split/items" "$WORK/$name-$split-items" "case $name $split items")
   done
 }
 
-# Every golden case, its flags from its case.json (tests/cli/golden_flags.py).
+# Every golden case, its flags from its case.json and its items' positions from
+# items_index.npy, all in one start (tests/cli/golden_flags.py --each), then compared at once.
 FLAGS_OF="$(dirname "$(realpath "$0")")/golden_flags.py"
+cases=("$GOLDEN"/cases/*/)
+[ -d "${cases[0]}" ] || { echo "FAIL: no golden cases under $GOLDEN/cases"; exit 1; }
+/usr/bin/python3 "$FLAGS_OF" --each "$WORK/each" "${cases[@]}"
 n=0
-for case_dir in "$GOLDEN"/cases/*/; do
+for case_dir in "${cases[@]}"; do
   name=$(basename "$case_dir")
-  mapfile -t flags < <(/usr/bin/python3 "$FLAGS_OF" "$case_dir")
+  mapfile -t flags < "$WORK/each/$name.flags"
   [ "${#flags[@]}" -gt 0 ] || { echo "FAIL: no flags for case $name"; exit 1; }
   echo "case $name"
   run_case "$name" "${flags[@]}"
   n=$((n + 1))
 done
 [ "$n" -gt 0 ] || { echo "FAIL: no golden cases under $GOLDEN/cases"; exit 1; }
+compare  # before the YAML run below replaces one case's folder
 
 # The same from a YAML configuration, one flag (--seed) on the command line: the first case
 # (by name) with an attention mask, else the first.
@@ -93,6 +120,7 @@ if "$GRIDFEED" tables --config "$WORK/flags.yaml" --seed "$seed" \
 fi
 grep -q -- "--replace" "$WORK/err" || { cat "$WORK/err"; echo "FAIL: no --replace hint"; exit 1; }
 run_case "$(basename "$yaml_case")" --config "$WORK/flags.yaml" --seed "$seed" --replace
+compare
 
 # Bad input fails clearly.
 if "$GRIDFEED" tables --data-path corpora/nonexistent --seq-length 8 --out "$WORK/x" 2> "$WORK/err"; then
