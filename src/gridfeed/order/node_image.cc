@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 
+#include "gridfeed/core/page_array.h"
 #include "gridfeed/order/sections.h"
 #include "gridfeed/order/table_image.h"
 #include "gridfeed/order/table_view.h"
@@ -357,6 +358,170 @@ void ReleaseSourceTables(BuiltDatasets* share) {
       m.tables = std::move(facts);
     }
   }
+}
+
+namespace {
+
+// What a whole share's section says of its mid before its tables.
+struct WholeHead {
+  uint64_t split = 0, k = 0, tokens = 0, epochs = 0, separate = 0, sans_final = 0;
+  uint64_t sample64 = 0, shuffle64 = 0, docs = 0, sample_entries = 0, samples = 0;
+};
+
+// Reads `count` values of T into a fresh PageArray (the tables' own kind of memory).
+template <typename T>
+bool TakePages(SectionReader& r, uint64_t count, PageArray<T>* out) {
+  std::vector<T> values;
+  if (!r.Take(count, &values)) return false;
+  PageArray<T> pages(values.size());
+  if (!values.empty()) std::memcpy(pages.data(), values.data(), values.size() * sizeof(T));
+  *out = std::move(pages);
+  return true;
+}
+
+// Whether the head's table lengths are those of mid `m` (its facts adopted): its epochs of its
+// documents, the samples its tokens give at its length, Megatron's epoch count for the samples
+// asked of it; empty when they are, else why not.
+std::string WholeHeadMismatch(const WholeHead& h, const MidDataset& m, int64_t seq_length,
+                              bool add_extra_token) {
+  const int64_t S = m.seq_length > 0 ? m.seq_length : seq_length;
+  const int64_t x = add_extra_token ? 1 : 0;
+  const auto T = static_cast<int64_t>(h.tokens), E = static_cast<int64_t>(h.epochs);
+  const int64_t n_seq = m.end - m.begin;
+  if (S <= 0 || T < 0 || E < 1 || E > (int64_t{1} << 31) || n_seq < 0) return "bad scalars";
+  if (h.docs != static_cast<uint64_t>(n_seq * E)) {
+    return "a document index of " + std::to_string(h.docs) + " entries, its facts give " +
+           std::to_string(n_seq) + " documents x " + std::to_string(E) + " epochs";
+  }
+  if ((T - x) / S != m.tables.num_samples_per_epoch) {
+    return std::to_string(T) + " tokens per epoch, not its " +
+           std::to_string(m.tables.num_samples_per_epoch) + " samples per epoch";
+  }
+  const int64_t want_epochs =
+      !m.num_samples_requested
+          ? 1
+          : (T == 0 ? 1 : std::max<int64_t>(1, (*m.num_samples_requested * S + x + T - 1) / T));
+  if (E != want_epochs) {
+    return std::to_string(E) + " epochs, its facts need " + std::to_string(want_epochs);
+  }
+  const auto n = static_cast<uint64_t>(h.samples);
+  const bool counted = n == static_cast<uint64_t>(SampleCount(E, T, S, true, add_extra_token)) ||
+                       n == static_cast<uint64_t>(SampleCount(E, T, S, false, add_extra_token));
+  if (!counted || h.sample_entries != 2 * (n + 1)) {
+    return std::to_string(n) + " samples and " + std::to_string(h.sample_entries) +
+           " sample-index entries, its tokens give another count";
+  }
+  if ((h.shuffle64 != 0) != (n >= uint64_t{0xffffffff} - 1) || h.separate > 1 ||
+      (h.sample64 == 0 && h.docs > uint64_t{std::numeric_limits<int32_t>::max()})) {
+    return "index widths that do not fit its sizes";
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::vector<std::byte>> WholeSectionsOf(const BuiltDatasets& share, int producer) {
+  SectionWriter out(producer);
+  for (int i = 0; i < 3; ++i) {
+    if (!share.splits[i]) continue;
+    const auto& mids = share.splits[i]->mids;
+    for (size_t k = 0; k < mids.size(); ++k) {
+      const MidDataset& m = mids[k];
+      if (!m.dataset) continue;  // another producer's
+      const GptTables& t = m.tables;
+      if (t.contents_released) {
+        return FailedPrecondition("whole sections: the tables of '" + m.prefix + "' were released");
+      }
+      out.Begin();
+      const uint64_t sample_entries =
+          t.sample_index_is_int64 ? t.sample_index64.size() : t.sample_index32.size();
+      for (uint64_t w :
+           {static_cast<uint64_t>(i), static_cast<uint64_t>(k),
+            static_cast<uint64_t>(t.num_tokens_per_epoch), static_cast<uint64_t>(t.num_epochs),
+            static_cast<uint64_t>(t.separate_final_epoch),
+            static_cast<uint64_t>(t.num_samples_sans_final_epoch),
+            static_cast<uint64_t>(t.sample_index_is_int64),
+            static_cast<uint64_t>(t.shuffle_index_is_int64),
+            static_cast<uint64_t>(t.document_index.size()), sample_entries,
+            static_cast<uint64_t>(t.num_samples())}) {
+        out.PutWord(w);
+      }
+      out.Put(std::span<const int32_t>(t.document_index.data(), t.document_index.size()));
+      if (t.sample_index_is_int64) {
+        out.Put(std::span<const int64_t>(t.sample_index64.data(), t.sample_index64.size()));
+      } else {
+        out.Put(std::span<const int32_t>(t.sample_index32.data(), t.sample_index32.size()));
+      }
+      if (t.shuffle_index_is_int64) {
+        out.Put(std::span<const int64_t>(t.shuffle_index64.data(), t.shuffle_index64.size()));
+      } else {
+        out.Put(std::span<const uint32_t>(t.shuffle_index32.data(), t.shuffle_index32.size()));
+      }
+    }
+  }
+  return std::move(out).Seal();
+}
+
+Status AdoptWholeSections(std::vector<std::vector<std::byte>> sections, int64_t seq_length,
+                          bool add_extra_token, BuiltDatasets* share) {
+  std::array<std::vector<int>, 3> from;
+  for (int i = 0; i < 3; ++i) {
+    if (share->splits[i]) from[i].assign(share->splits[i]->mids.size(), -1);
+  }
+  for (size_t s = 0; s < sections.size(); ++s) {
+    std::vector<std::byte> bytes = std::move(sections[s]);  // freed after this producer's
+    const std::string who = "the sections from producer " + std::to_string(s);
+    GRIDFEED_ASSIGN_OR_RETURN(
+        SectionReader r,
+        SectionReader::Open(std::span<const std::byte>(bytes), static_cast<int>(s), who));
+    for (uint64_t c = 0; c < r.count(); ++c) {
+      WholeHead h;
+      for (uint64_t* w : {&h.split, &h.k, &h.tokens, &h.epochs, &h.separate, &h.sans_final,
+                          &h.sample64, &h.shuffle64, &h.docs, &h.sample_entries, &h.samples}) {
+        if (!r.Word(w)) return DataLoss(who + ": truncated");
+      }
+      if (h.split > 2 || !share->splits[h.split] || h.k >= from[h.split].size() ||
+          from[h.split][h.k] >= 0) {
+        return DataLoss(who + ": split " + std::to_string(h.split) + " dataset " +
+                        std::to_string(h.k) + " unknown or given twice");
+      }
+      from[h.split][h.k] = static_cast<int>(s);
+      MidDataset& m = share->splits[h.split]->mids[h.k];
+      const std::string mismatch = WholeHeadMismatch(h, m, seq_length, add_extra_token);
+      if (!mismatch.empty()) {
+        return DataLoss(who + ": dataset '" + m.prefix + "' of split " + kSplitNames[h.split] +
+                        " has " + mismatch + ": producers disagree");
+      }
+      GptTables t;
+      t.num_tokens_per_epoch = static_cast<int64_t>(h.tokens);
+      t.num_epochs = static_cast<int64_t>(h.epochs);
+      t.separate_final_epoch = h.separate != 0;
+      t.num_samples_per_epoch = m.tables.num_samples_per_epoch;
+      t.num_samples_sans_final_epoch = static_cast<int64_t>(h.sans_final);
+      t.sample_index_is_int64 = h.sample64 != 0;
+      t.shuffle_index_is_int64 = h.shuffle64 != 0;
+      bool whole = TakePages(r, h.docs, &t.document_index);
+      whole =
+          whole && (t.sample_index_is_int64 ? TakePages(r, h.sample_entries, &t.sample_index64)
+                                            : TakePages(r, h.sample_entries, &t.sample_index32));
+      whole = whole && (t.shuffle_index_is_int64 ? TakePages(r, h.samples, &t.shuffle_index64)
+                                                 : TakePages(r, h.samples, &t.shuffle_index32));
+      if (!whole) {
+        return DataLoss(who + ": the tables of dataset '" + m.prefix + "' are truncated");
+      }
+      m.tables = std::move(t);
+    }
+    if (!r.done()) return DataLoss(who + ": bytes after the last section");
+  }
+  for (int i = 0; i < 3; ++i) {
+    for (size_t k = 0; k < from[i].size(); ++k) {
+      if (from[i][k] < 0) {
+        return DataLoss("no producer gave the tables of dataset '" +
+                        share->splits[i]->mids[k].prefix + "' of split " + kSplitNames[i]);
+      }
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace gridfeed::order

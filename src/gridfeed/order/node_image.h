@@ -60,4 +60,19 @@ Result<std::unique_ptr<ImageWriter>> AssembleNodeImage(
 // needs only the blend and the mids' facts.
 void ReleaseSourceTables(BuiltDatasets* share);
 
+// Many producers of the whole image (Pipeline::BuildWholeShare, --node-window full or orders
+// without node images): each producer sends every other the tables of the mids it built, and
+// each puts them all back into its share, whose table image is then byte for byte the image of
+// one process's whole build.
+// The tables of `share`'s own mids (every split), framed as producer `producer`'s sections
+// (order/sections.h): per mid its place, its tables' scalars and its three tables.
+Result<std::vector<std::byte>> WholeSectionsOf(const BuiltDatasets& share, int producer);
+// Puts every producer's tables (`sections[p]`: producer p's, freed as they are read) into
+// `share` (AdoptMidFacts done; its own tables are taken from its own sections too, so they may
+// be released). `seq_length` and `add_extra_token`: the build's (a mid's own seq_length
+// overrides the first). DataLoss naming the producer for sections that fail their digest or
+// shape, a mid given twice or by none, or tables whose lengths do not fit the mid's facts.
+Status AdoptWholeSections(std::vector<std::vector<std::byte>> sections, int64_t seq_length,
+                          bool add_extra_token, BuiltDatasets* share);
+
 }  // namespace gridfeed::order

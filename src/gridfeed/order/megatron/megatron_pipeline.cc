@@ -340,6 +340,18 @@ class MegatronBuilt final : public BuiltOrder {
     view_.reset();
     ReleaseSourceTables(&built_);
   }
+  Result<std::vector<std::byte>> WholeSections(int producer) const override {
+    return WholeSectionsOf(built_, producer);
+  }
+  // Every producer's tables back in place (its own included, from its own sections): the
+  // image is then TableImageWriter's of one process's whole build.
+  Result<std::unique_ptr<ImageWriter>> AssembleWholeImage(
+      std::vector<std::vector<std::byte>> sections) override {
+    view_.reset();
+    GRIDFEED_RETURN_IF_ERROR(AdoptWholeSections(std::move(sections), sample_options_.seq_length,
+                                                sample_options_.add_extra_token, &built_));
+    return std::unique_ptr<ImageWriter>(TableImageWriter::Create(std::move(built_)));
+  }
 
  private:
   BuiltDatasets built_;
@@ -389,6 +401,31 @@ class MegatronPipeline final : public Pipeline {
     GRIDFEED_ASSIGN_OR_RETURN(BuiltDatasets b, BuildMegatronDatasets(options_, /*digest_indexes=*/
                                                                      true, {}, {}, builds_store));
     return MakeMegatronBuilt(std::move(b), MegatronSampleOptions(options_));
+  }
+
+  // Many producers of the whole image: the divided stores, each costing its index bytes.
+  Result<std::vector<uint64_t>> WholeShareUnits() const override {
+    GRIDFEED_ASSIGN_OR_RETURN(std::vector<std::string> stores, DividedStores());
+    std::vector<uint64_t> costs;
+    for (const auto& s : stores) {
+      const auto bytes = io::FileSize(s + ".idx");  // a missing one fails its producer's open
+      costs.push_back(bytes.ok() ? static_cast<uint64_t>(*bytes) : 0);
+    }
+    return costs;
+  }
+
+  Result<std::unique_ptr<BuiltOrder>> BuildWholeShare(
+      const std::function<bool(size_t unit)>& builds_unit) const override {
+    GRIDFEED_ASSIGN_OR_RETURN(std::vector<std::string> stores, DividedStores());
+    if (stores.empty()) {
+      return FailedPrecondition("this order's whole image is not divided among producers");
+    }
+    std::map<std::string, size_t> unit_of;
+    for (size_t u = 0; u < stores.size(); ++u) unit_of[stores[u]] = u;
+    return BuildShare([&](const std::string& prefix) {
+      const auto it = unit_of.find(prefix);
+      return it != unit_of.end() && builds_unit(it->second);
+    });
   }
 
   Result<std::unique_ptr<OrderView>> ViewImage(std::span<const std::byte> image) const override {

@@ -143,17 +143,45 @@ class MixtureView final : public OrderView {
 class MixtureBuilt final : public BuiltOrder {
  public:
   MixtureBuilt(std::unique_ptr<BuiltOrder> inner, MixtureLayout layout, std::string facts)
-      : inner_(std::move(inner)),
-        view_(&inner_->view(), nullptr, std::move(layout)),
-        facts_(std::move(facts)) {}
+      : inner_(std::move(inner)), layout_(std::move(layout)), facts_(std::move(facts)) {
+    Bind();
+  }
   std::string DataFacts() const override { return facts_; }
-  OrderView& view() override { return view_; }
+  OrderView& view() override { return *view_; }
   OpenStores OpenedStores() const override { return inner_->OpenedStores(); }
-  std::unique_ptr<ImageWriter> TakeImage() override { return inner_->TakeImage(); }
+  std::unique_ptr<ImageWriter> TakeImage() override {
+    view_.reset();
+    return inner_->TakeImage();
+  }
+
+  // A share of a whole-image build by several producers (MixturePipeline::BuildWholeShare):
+  // the inner Megatron tables' (its facts are the inner ones and the schedule's, which every
+  // producer resolves alike).
+  std::vector<int64_t> ShareFacts() const override { return inner_->ShareFacts(); }
+  Status AdoptShareFacts(std::span<const int64_t> facts) override {
+    GRIDFEED_RETURN_IF_ERROR(inner_->AdoptShareFacts(facts));
+    Bind();  // the inner view is a new one
+    return Status::Ok();
+  }
+  void ReleaseShareTables() override {
+    view_.reset();
+    inner_->ReleaseShareTables();
+  }
+  Result<std::vector<std::byte>> WholeSections(int producer) const override {
+    return inner_->WholeSections(producer);
+  }
+  Result<std::unique_ptr<ImageWriter>> AssembleWholeImage(
+      std::vector<std::vector<std::byte>> sections) override {
+    view_.reset();
+    return inner_->AssembleWholeImage(std::move(sections));
+  }
 
  private:
+  void Bind() { view_ = std::make_unique<MixtureView>(&inner_->view(), nullptr, layout_); }
+
   std::unique_ptr<BuiltOrder> inner_;
-  MixtureView view_;
+  MixtureLayout layout_;
+  std::unique_ptr<MixtureView> view_;
   std::string facts_;
 };
 
@@ -271,7 +299,43 @@ class MixturePipeline final : public Pipeline {
  public:
   explicit MixturePipeline(const config::JobOptions& o) : options_(o) {}
 
-  Result<std::unique_ptr<BuiltOrder>> Build() const override {
+  Result<std::unique_ptr<BuiltOrder>> Build() const override { return BuildOrShare(nullptr); }
+
+  // Many producers of the whole image: the schedule's sources (distinct stores), each costing
+  // its index bytes; none below two sources.
+  Result<std::vector<uint64_t>> WholeShareUnits() const override {
+    GRIDFEED_ASSIGN_OR_RETURN(config::MixtureSchedule schedule,
+                              config::ParseMixtureSchedule(options_.data.mixture_schedule));
+    std::vector<uint64_t> costs;
+    if (schedule.sources.size() < 2) return costs;
+    for (const auto& src : schedule.sources) {
+      const auto bytes = io::FileSize(src.path + ".idx");  // a missing one fails every open
+      costs.push_back(bytes.ok() ? static_cast<uint64_t>(*bytes) : 0);
+    }
+    return costs;
+  }
+
+  // Every producer resolves the scheduled blend (each source's train tokens, read from every
+  // index), and builds the tables of its own sources only.
+  Result<std::unique_ptr<BuiltOrder>> BuildWholeShare(
+      const std::function<bool(size_t unit)>& builds_unit) const override {
+    GRIDFEED_ASSIGN_OR_RETURN(std::vector<uint64_t> units, WholeShareUnits());
+    if (units.empty()) {
+      return FailedPrecondition("this order's whole image is not divided among producers");
+    }
+    return BuildOrShare(&builds_unit);
+  }
+
+ private:
+  // The whole build, or (`builds_unit`: which sources are this producer's) one producer's
+  // share: the others' sources are opened with a structure check only (the lengths give their
+  // tokens; their owners check them in full) and their tables left to their owners (their
+  // mids without a store, as DatasetConfig::builds_store leaves them).
+  Result<std::unique_ptr<BuiltOrder>> BuildOrShare(
+      const std::function<bool(size_t unit)>* builds_unit) const {
+    auto owns = [builds_unit](size_t k) { return builds_unit == nullptr || (*builds_unit)(k); };
+    // One producer speaks for a share's build: the owner of the first source.
+    const bool speaks = owns(0);
     GRIDFEED_ASSIGN_OR_RETURN(MixtureLayout layout, LayoutMixture(options_));
     GRIDFEED_ASSIGN_OR_RETURN(DatasetConfig c, MixtureDatasetConfigOf(options_));
     const auto& sources = layout.schedule.sources;
@@ -284,7 +348,8 @@ class MixturePipeline final : public Pipeline {
     std::vector<double> tokens;
     std::vector<int64_t> caps;
     for (size_t k = 0; k < sources.size(); ++k) {
-      auto ds = io::IndexedDataset::Open(sources[k].path);
+      auto ds = io::IndexedDataset::Open(
+          sources[k].path, false, owns(k) ? io::IndexCheck::kFull : io::IndexCheck::kStructure);
       if (!ds.ok()) return ds.status().WithContext("mixture source '" + sources[k].name + "'");
       MidDataset m;
       m.prefix = sources[k].path;
@@ -303,6 +368,7 @@ class MixturePipeline final : public Pipeline {
                               BuildScheduledBlend(MixtureStages(layout, tokens), caps));
     const double blend_s = clock.Seconds() - open_s;
     for (const auto& e : blend.caps) {
+      if (!speaks) continue;
       log::Info(CapLine(layout, e, layout.schedule.max_epochs[static_cast<size_t>(e.source)]));
     }
     const LengthGroups groups = GroupByLength(layout, blend);
@@ -320,6 +386,7 @@ class MixturePipeline final : public Pipeline {
         const double t = std::ceil(groups.target[g][k]);
         const auto asked = static_cast<int64_t>(std::ceil(t * (1.0 + c.mid_level_dataset_surplus)));
         m.num_samples_requested = std::max(asked, groups.draws[g][k]);
+        if (!owns(k)) m.dataset = nullptr;  // another producer's tables
         mid_of[g][k] = static_cast<int32_t>(sd.mids.size());
         mid_draws.push_back(groups.draws[g][k]);
         sd.mids.push_back(std::move(m));
@@ -337,7 +404,7 @@ class MixturePipeline final : public Pipeline {
     GRIDFEED_RETURN_IF_ERROR(BuildMidTables(built.splits, c));
     for (size_t i = 0; i < mid_draws.size(); ++i) {
       const auto& m = built.splits[0]->mids[i];
-      if (m.tables.num_samples() < mid_draws[i]) {
+      if (m.dataset && m.tables.num_samples() < mid_draws[i]) {  // else checked by its owner
         return FailedPrecondition("mixture source '" + m.prefix + "' at seq length " +
                                   std::to_string(m.seq_length ? m.seq_length : c.seq_length) +
                                   " has " + std::to_string(m.tables.num_samples()) +
@@ -350,8 +417,8 @@ class MixturePipeline final : public Pipeline {
                   "blend %.3f s, tables %.3f s",
                   static_cast<long long>(layout.length), layout.schedule.stages.size(),
                   sources.size(), open_s, blend_s, clock.Seconds() - open_s - blend_s);
-    log::Info(line);
-    // The data facts: Megatron's (the stores) and the resolved schedule.
+    if (speaks) log::Info(line);
+    // The data facts: Megatron's (the stores; a share's own) and the resolved schedule.
     auto inner = MakeMegatronBuilt(std::move(built), MegatronSampleOptions(options_.data));
     nlohmann::json facts = nlohmann::json::parse(inner->DataFacts());
     nlohmann::json caps_json = nlohmann::json::array();
@@ -369,6 +436,7 @@ class MixturePipeline final : public Pipeline {
         std::make_unique<MixtureBuilt>(std::move(inner), std::move(layout), facts.dump()));
   }
 
+ public:
   // A schedule may be amended on resume; its history says which was in force from where.
   FieldSchema schema() const override { return GptSchema(options_.data.create_attention_mask); }
   bool amendable() const override { return true; }
