@@ -9,8 +9,10 @@
 
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +32,21 @@ namespace gridfeed::feed {
 // total_bytes): the fixed part, then each variable field's used values.
 Status BroadcastPayload(MPI_Comm comm, const PayloadLayout& layout,
                         std::vector<std::byte>* payload);
+
+// A table producer's step (feeder_producers.cc, feeder_whole_producers.cc): its exceptions
+// (bad_alloc included) as its error.
+template <typename Step>
+Status Guarded(Step&& step) {
+  try {
+    return step();
+  } catch (const std::bad_alloc&) {
+    return Internal("out of memory while building the tables");
+  } catch (const std::exception& e) {
+    return Internal(std::string("while building the tables: ") + e.what());
+  }
+}
+// A producer's memory at a phase's end, for whoever profiles it (GRIDFEED_LOG_LEVEL=DEBUG).
+void LogProducerMemory(int node, const char* phase);
 
 struct Feeder::Impl {
   FeederOptions options;
@@ -78,14 +95,27 @@ struct Feeder::Impl {
   Result<parallel::ImageProducer> NodeProducer(const std::shared_ptr<order::BuiltOrder>& built,
                                                const order::ReadSchedule& from,
                                                const std::vector<int>& keys, bool world_node) const;
-  // Many producers (feeder_producers.cc): whether the node leaders build the node images with
-  // `num_nodes` nodes (the same answer on every rank), and a leader's share of it, collective
-  // over `leaders` (parallel::LeaderProducer::make). World rank 0 also sets the canonical text,
-  // its build's stores and `facts` ({split length, node windows' start}).
-  bool LeadersProduce(int num_nodes) const;
+  // Many producers (feeder_producers.cc): whether the node leaders build the images with
+  // `num_nodes` nodes (the same answer on every rank), and which: each node its own node image
+  // (ProduceNodeImage), or every node the whole image (feeder_whole_producers.cc:
+  // ProduceWholeImage; --node-window full, or orders without node images). A leader's share
+  // of it is collective over `leaders` (parallel::LeaderProducer::make). World rank 0 also sets
+  // the canonical text, its build's stores and `facts` ({split length, node windows' start, -1
+  // for whole images}).
+  enum class LeaderImages { kNone, kNodeImages, kWholeImage };
+  LeaderImages LeadersMake(int num_nodes) const;
+  bool LeadersProduce(int num_nodes) const { return LeadersMake(num_nodes) != LeaderImages::kNone; }
   Result<parallel::ImageProducer> ProduceNodeImage(MPI_Comm leaders, int node,
                                                    const std::vector<std::vector<int>>& keys,
                                                    int64_t* facts);
+  Result<parallel::ImageProducer> ProduceWholeImage(MPI_Comm leaders, int node, int64_t* facts);
+  // The producers' steps both kinds share, collective over `leaders`, each agreed among them:
+  // every producer learns every producer's ShareFacts and adopts them (the split's length out);
+  // then world rank 0 names the data by every producer's DataFacts (the canonical text one
+  // producer's build gives) and sets its build's stores and `facts` ({length, start}).
+  Status AdoptProducersFacts(MPI_Comm leaders, order::BuiltOrder& share, int64_t* length);
+  Status MergeProducersDataFacts(MPI_Comm leaders, int node, order::BuiltOrder& share,
+                                 int64_t length, int64_t start, int64_t* facts);
   int produced_by = 1;  // on a leader: the producers that built its node's image
   Status OpenTokenStores();
   // How this reader shows it reads world rank 0's token files (order/store_facts.h): they are

@@ -21,18 +21,6 @@ namespace gridfeed::feed {
 
 namespace {
 
-// A step's exceptions (bad_alloc included) as its error.
-template <typename Step>
-Status Guarded(Step&& step) {
-  try {
-    return step();
-  } catch (const std::bad_alloc&) {
-    return Internal("out of memory while building the tables");
-  } catch (const std::exception& e) {
-    return Internal(std::string("while building the tables: ") + e.what());
-  }
-}
-
 // Collective on `comm`: every rank's `mine`, concatenated in rank order, on every rank. The
 // room for them is agreed before the bytes move (a rank that cannot take them tells the others).
 template <typename T>
@@ -57,32 +45,93 @@ Status AllGatherVector(MPI_Comm comm, int rank_name, MPI_Datatype type, const st
                              "MPI_Allgatherv");
 }
 
-// A producer's memory at a phase's end, for whoever profiles it (GRIDFEED_LOG_LEVEL=DEBUG).
-void LogMemory(int node, const char* phase) {
+}  // namespace
+
+void LogProducerMemory(int node, const char* phase) {
   if (!log::Enabled(log::Level::kDebug)) return;
   log::Debug("table producer " + std::to_string(node) + " after " + phase + ": resident " +
              std::to_string(ResidentBytes() / 1000000) + " MB, peak " +
              std::to_string(PeakResidentBytes() / 1000000) + " MB");
 }
 
-}  // namespace
-
-bool Feeder::Impl::LeadersProduce(int num_nodes) const {
-  const std::string& mode = options.feed.node_window;
-  const bool node_images = mode == "reads" || (mode == "auto" && num_nodes > 1);
-  if (!node_images || options.data.dataloader_type != "single" || pipeline->amendable()) {
-    return false;
-  }
+// Node images where the nodes hold what their readers read and the order's stores are divided;
+// else the whole image where the order divides it (every node holds the whole image: the world
+// rank 0 of an amendable order still sees it, as its SamePast needs). --node-window reads of an
+// order without node images is left to world rank 0's error.
+Feeder::Impl::LeaderImages Feeder::Impl::LeadersMake(int num_nodes) const {
   const auto producers = config::TableProducers(options.feed, num_nodes);
-  if (!producers.ok() || *producers < 2) return false;
-  const auto stores = pipeline->DividedStores();
-  return stores.ok() && !stores->empty();
+  if (!producers.ok() || *producers < 2) return LeaderImages::kNone;
+  const std::string& mode = options.feed.node_window;
+  const bool node_images = (mode == "reads" || (mode == "auto" && num_nodes > 1)) &&
+                           options.data.dataloader_type == "single" && !pipeline->amendable();
+  if (node_images) {
+    const auto stores = pipeline->DividedStores();
+    if (stores.ok() && !stores->empty()) return LeaderImages::kNodeImages;
+  }
+  if (mode == "reads") return LeaderImages::kNone;
+  const auto units = pipeline->WholeShareUnits();
+  return units.ok() && !units->empty() ? LeaderImages::kWholeImage : LeaderImages::kNone;
+}
+
+Status Feeder::Impl::AdoptProducersFacts(MPI_Comm leaders, order::BuiltOrder& share,
+                                         int64_t* length) {
+  const int world_rank = grid->world_rank();
+  auto agree = [&](const Status& st) { return parallel::AgreeOnStatus(leaders, st, world_rank); };
+  std::vector<int64_t> mine_facts, all_facts;
+  GRIDFEED_RETURN_IF_ERROR(agree(Guarded([&] {
+    mine_facts = share.ShareFacts();
+    return Status::Ok();
+  })));
+  GRIDFEED_RETURN_IF_ERROR(
+      AllGatherVector(leaders, world_rank, MPI_INT64_T, mine_facts, &all_facts));
+  const Status st = Guarded([&]() -> Status {
+    GRIDFEED_RETURN_IF_ERROR(share.AdoptShareFacts(all_facts));
+    *length = share.view().length(split);
+    if (*length == 0) {
+      return FailedPrecondition("the " + options.feed.split_name +
+                                " split is empty with this --split");
+    }
+    return Status::Ok();
+  });
+  return agree(st);
+}
+
+Status Feeder::Impl::MergeProducersDataFacts(MPI_Comm leaders, int node, order::BuiltOrder& share,
+                                             int64_t length, int64_t start, int64_t* facts) {
+  const int world_rank = grid->world_rank();
+  auto agree = [&](const Status& st) { return parallel::AgreeOnStatus(leaders, st, world_rank); };
+  std::vector<char> mine_text;
+  Status st = Guarded([&] {
+    const std::string text = share.DataFacts();
+    mine_text.assign(text.begin(), text.end());
+    mine_text.push_back('\0');
+    return Status::Ok();
+  });
+  GRIDFEED_RETURN_IF_ERROR(agree(st));
+  std::vector<char> texts;
+  GRIDFEED_RETURN_IF_ERROR(AllGatherVector(leaders, world_rank, MPI_CHAR, mine_text, &texts));
+  if (node == 0) {
+    st = Guarded([&] {
+      nlohmann::json data = nlohmann::json::object();
+      for (size_t at = 0; at < texts.size();) {
+        const std::string text(texts.data() + at);
+        data.update(nlohmann::json::parse(text));
+        at += text.size() + 1;
+      }
+      canonical = config::CanonicalText(options.data, data.dump());
+      built_stores = share.OpenedStores();
+      facts[0] = length;
+      facts[1] = start;
+      return Status::Ok();
+    });
+  }
+  return agree(st);
 }
 
 Result<parallel::ImageProducer> Feeder::Impl::ProduceNodeImage(
     MPI_Comm leaders, int node, const std::vector<std::vector<int>>& keys, int64_t* facts) {
   const int world_rank = grid->world_rank();
-  LogMemory(node, "start-up");
+  LogProducerMemory(node, "start-up");
   int num_leaders = 0;
   MPI_Comm_size(leaders, &num_leaders);
   auto agree = [&](const Status& st) { return parallel::AgreeOnStatus(leaders, st, world_rank); };
@@ -137,55 +186,14 @@ Result<parallel::ImageProducer> Feeder::Impl::ProduceNodeImage(
   GRIDFEED_RETURN_IF_ERROR(parallel::SleepyBarrier(leaders));  // the quick ones sleep
   GRIDFEED_RETURN_IF_ERROR(agree(st));
 
-  LogMemory(node, "its share");
+  LogProducerMemory(node, "its share");
   // 3. Every producer learns the other producers' mids (ranges, samples per epoch).
-  std::vector<int64_t> mine_facts, all_facts;
-  GRIDFEED_RETURN_IF_ERROR(agree(Guarded([&] {
-    mine_facts = share->ShareFacts();
-    return Status::Ok();
-  })));
-  GRIDFEED_RETURN_IF_ERROR(
-      AllGatherVector(leaders, world_rank, MPI_INT64_T, mine_facts, &all_facts));
   int64_t length = 0;
-  st = Guarded([&]() -> Status {
-    GRIDFEED_RETURN_IF_ERROR(share->AdoptShareFacts(all_facts));
-    length = share->view().length(split);
-    if (length == 0) {
-      return FailedPrecondition("the " + options.feed.split_name +
-                                " split is empty with this --split");
-    }
-    return Status::Ok();
-  });
-  GRIDFEED_RETURN_IF_ERROR(agree(st));
+  GRIDFEED_RETURN_IF_ERROR(AdoptProducersFacts(leaders, *share, &length));
 
   // 4. World rank 0 names the data by every producer's facts of its stores (the canonical text
   //    one producer's build gives).
-  std::vector<char> mine_text;
-  st = Guarded([&] {
-    const std::string text = share->DataFacts();
-    mine_text.assign(text.begin(), text.end());
-    mine_text.push_back('\0');
-    return Status::Ok();
-  });
-  GRIDFEED_RETURN_IF_ERROR(agree(st));
-  std::vector<char> texts;
-  GRIDFEED_RETURN_IF_ERROR(AllGatherVector(leaders, world_rank, MPI_CHAR, mine_text, &texts));
-  if (node == 0) {
-    st = Guarded([&] {
-      nlohmann::json data = nlohmann::json::object();
-      for (size_t at = 0; at < texts.size();) {
-        const std::string text(texts.data() + at);
-        data.update(nlohmann::json::parse(text));
-        at += text.size() + 1;
-      }
-      canonical = config::CanonicalText(options.data, data.dump());
-      built_stores = share->OpenedStores();
-      facts[0] = length;
-      facts[1] = start;
-      return Status::Ok();
-    });
-  }
-  GRIDFEED_RETURN_IF_ERROR(agree(st));
+  GRIDFEED_RETURN_IF_ERROR(MergeProducersDataFacts(leaders, node, *share, length, start, facts));
 
   // 5. Every node's sections of this producer's sources, then the exchange.
   order::ScheduleOptions s;
@@ -213,12 +221,12 @@ Result<parallel::ImageProducer> Feeder::Impl::ProduceNodeImage(
   if (!st.ok()) st = st.WithContext(who);
   GRIDFEED_RETURN_IF_ERROR(agree(st));
   share->ReleaseShareTables();
-  LogMemory(node, "the sections");
+  LogProducerMemory(node, "the sections");
   std::vector<std::vector<std::byte>> received;
   GRIDFEED_RETURN_IF_ERROR(parallel::ExchangeBytes(leaders, world_rank, out, &received));
   out.clear();
   sections.clear();
-  LogMemory(node, "the exchange");
+  LogProducerMemory(node, "the exchange");
 
   // 6. This node's image from every producer's sections (Distribute agrees on the outcome).
   std::shared_ptr<order::ImageWriter> writer;
@@ -228,7 +236,7 @@ Result<parallel::ImageProducer> Feeder::Impl::ProduceNodeImage(
     return Status::Ok();
   });
   if (!st.ok()) return st.WithContext("node " + std::to_string(node) + "'s table image");
-  LogMemory(node, "the assembly");
+  LogProducerMemory(node, "the assembly");
   produced_by = producers;
   return parallel::ImageProducer{writer->size(),
                                  [writer](std::byte* dst) { writer->WriteTo(dst); },

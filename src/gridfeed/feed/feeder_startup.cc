@@ -187,7 +187,11 @@ Status Feeder::Impl::BuildAndShareTables() {
   leaders.wanted = [this](int num_nodes) { return LeadersProduce(num_nodes); };
   leaders.make = [this, &facts](MPI_Comm comm, int node,
                                 const std::vector<std::vector<int>>& keys) {
-    return ProduceNodeImage(comm, node, keys, facts);
+    int num_nodes = 0;
+    MPI_Comm_size(comm, &num_nodes);
+    return LeadersMake(num_nodes) == LeaderImages::kWholeImage
+               ? ProduceWholeImage(comm, node, facts)
+               : ProduceNodeImage(comm, node, keys, facts);
   };
   GRIDFEED_ASSIGN_OR_RETURN(
       image, parallel::SharedImage::Distribute(g, make, order::ImageDigest, &times, nodes,
