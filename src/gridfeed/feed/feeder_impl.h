@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -116,6 +117,15 @@ struct Feeder::Impl {
   Status AdoptProducersFacts(MPI_Comm leaders, order::BuiltOrder& share, int64_t* length);
   Status MergeProducersDataFacts(MPI_Comm leaders, int node, order::BuiltOrder& share,
                                  int64_t length, int64_t start, int64_t* facts);
+  // A producer's share by `build` (the testing flags' failures injected first), agreed among
+  // the leaders; and its node's image by `assemble`, handed to Distribute (which agrees on it).
+  Status BuildProducerShare(
+      MPI_Comm leaders, int node,
+      const std::function<Result<std::unique_ptr<order::BuiltOrder>>()>& build,
+      std::unique_ptr<order::BuiltOrder>* share);
+  Result<parallel::ImageProducer> AssembledImage(
+      int node, int producers,
+      const std::function<Result<std::unique_ptr<order::ImageWriter>>()>& assemble);
   int produced_by = 1;  // on a leader: the producers that built its node's image
   Status OpenTokenStores();
   // How this reader shows it reads world rank 0's token files (order/store_facts.h): they are

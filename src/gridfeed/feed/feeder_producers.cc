@@ -169,24 +169,17 @@ Result<parallel::ImageProducer> Feeder::Impl::ProduceNodeImage(
 
   // 2. This producer's share: the blend and its own stores' tables.
   std::unordered_map<std::string, int> owner_of;
+  for (size_t s = 0; s < stores.size(); ++s) owner_of[stores[s]] = owner[s];
   std::unique_ptr<order::BuiltOrder> share;
-  st = Guarded([&]() -> Status {
-    for (size_t s = 0; s < stores.size(); ++s) owner_of[stores[s]] = owner[s];
-    if (node == options.feed.testing_kill_producer) std::raise(SIGKILL);  // a test's crash
-    if (node == options.feed.testing_fail_producer) {
-      return Internal("cannot build its share (injected by test)");
-    }
-    GRIDFEED_ASSIGN_OR_RETURN(share, pipeline->BuildShare([&](const std::string& prefix) {
-      const auto it = owner_of.find(prefix);
-      return it != owner_of.end() && it->second == node;
-    }));
-    return Status::Ok();
-  });
-  if (!st.ok()) st = st.WithContext(who);
-  GRIDFEED_RETURN_IF_ERROR(parallel::SleepyBarrier(leaders));  // the quick ones sleep
-  GRIDFEED_RETURN_IF_ERROR(agree(st));
-
-  LogProducerMemory(node, "its share");
+  GRIDFEED_RETURN_IF_ERROR(BuildProducerShare(
+      leaders, node,
+      [&] {
+        return pipeline->BuildShare([&](const std::string& prefix) {
+          const auto it = owner_of.find(prefix);
+          return it != owner_of.end() && it->second == node;
+        });
+      },
+      &share));
   // 3. Every producer learns the other producers' mids (ranges, samples per epoch).
   int64_t length = 0;
   GRIDFEED_RETURN_IF_ERROR(AdoptProducersFacts(leaders, *share, &length));
@@ -229,10 +222,37 @@ Result<parallel::ImageProducer> Feeder::Impl::ProduceNodeImage(
   LogProducerMemory(node, "the exchange");
 
   // 6. This node's image from every producer's sections (Distribute agrees on the outcome).
+  return AssembledImage(node, producers, [&] {
+    return share->AssembleNodeImage(split, from->PositionsOf(keys[node]), node == 0,
+                                    std::move(received));
+  });
+}
+
+Status Feeder::Impl::BuildProducerShare(
+    MPI_Comm leaders, int node,
+    const std::function<Result<std::unique_ptr<order::BuiltOrder>>()>& build,
+    std::unique_ptr<order::BuiltOrder>* share) {
+  Status st = Guarded([&]() -> Status {
+    if (node == options.feed.testing_kill_producer) std::raise(SIGKILL);  // a test's crash
+    if (node == options.feed.testing_fail_producer) {
+      return Internal("cannot build its share (injected by test)");
+    }
+    GRIDFEED_ASSIGN_OR_RETURN(*share, build());
+    return Status::Ok();
+  });
+  if (!st.ok()) st = st.WithContext("table producer " + std::to_string(node));
+  GRIDFEED_RETURN_IF_ERROR(parallel::SleepyBarrier(leaders));  // the quick ones sleep
+  GRIDFEED_RETURN_IF_ERROR(parallel::AgreeOnStatus(leaders, st, grid->world_rank()));
+  LogProducerMemory(node, "its share");
+  return Status::Ok();
+}
+
+Result<parallel::ImageProducer> Feeder::Impl::AssembledImage(
+    int node, int producers,
+    const std::function<Result<std::unique_ptr<order::ImageWriter>>()>& assemble) {
   std::shared_ptr<order::ImageWriter> writer;
-  st = Guarded([&]() -> Status {
-    GRIDFEED_ASSIGN_OR_RETURN(writer, share->AssembleNodeImage(split, from->PositionsOf(keys[node]),
-                                                               node == 0, std::move(received)));
+  const Status st = Guarded([&]() -> Status {
+    GRIDFEED_ASSIGN_OR_RETURN(writer, assemble());
     return Status::Ok();
   });
   if (!st.ok()) return st.WithContext("node " + std::to_string(node) + "'s table image");

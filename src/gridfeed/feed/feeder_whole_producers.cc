@@ -5,8 +5,6 @@
 // producer's sections (BuiltOrder::AssembleWholeImage), byte for byte one process's build.
 // As for node images (feeder_producers.cc), every exchange is preceded by an agreement on
 // every leader's status, so a producer's failure ends the start-up everywhere with its message.
-#include <csignal>
-
 #include "gridfeed/feed/feeder_impl.h"
 #include "gridfeed/order/node_image.h"
 #include "gridfeed/parallel/agree.h"
@@ -44,20 +42,13 @@ Result<parallel::ImageProducer> Feeder::Impl::ProduceWholeImage(MPI_Comm leaders
 
   // 2. This producer's share: what every producer builds and its own units' tables.
   std::unique_ptr<order::BuiltOrder> share;
-  st = Guarded([&]() -> Status {
-    if (node == options.feed.testing_kill_producer) std::raise(SIGKILL);  // a test's crash
-    if (node == options.feed.testing_fail_producer) {
-      return Internal("cannot build its share (injected by test)");
-    }
-    GRIDFEED_ASSIGN_OR_RETURN(share, pipeline->BuildWholeShare([&](size_t unit) {
-      return unit < owner.size() && owner[unit] == node;
-    }));
-    return Status::Ok();
-  });
-  if (!st.ok()) st = st.WithContext(who);
-  GRIDFEED_RETURN_IF_ERROR(parallel::SleepyBarrier(leaders));  // the quick ones sleep
-  GRIDFEED_RETURN_IF_ERROR(agree(st));
-  LogProducerMemory(node, "its share");
+  GRIDFEED_RETURN_IF_ERROR(BuildProducerShare(
+      leaders, node,
+      [&] {
+        return pipeline->BuildWholeShare(
+            [&](size_t unit) { return unit < owner.size() && owner[unit] == node; });
+      },
+      &share));
 
   // 3. Every producer learns the others' facts; 4. world rank 0 names the data (whole images:
   //    no node window start).
@@ -88,18 +79,8 @@ Result<parallel::ImageProducer> Feeder::Impl::ProduceWholeImage(MPI_Comm leaders
   LogProducerMemory(node, "the exchange");
 
   // 6. The whole image from every producer's sections (Distribute agrees on the outcome).
-  std::shared_ptr<order::ImageWriter> writer;
-  st = Guarded([&]() -> Status {
-    GRIDFEED_ASSIGN_OR_RETURN(writer, share->AssembleWholeImage(std::move(received)));
-    return Status::Ok();
-  });
-  if (!st.ok()) return st.WithContext("node " + std::to_string(node) + "'s table image");
-  LogProducerMemory(node, "the assembly");
-  produced_by = producers;
-  return parallel::ImageProducer{writer->size(),
-                                 [writer](std::byte* dst) { writer->WriteTo(dst); },
-                                 writer->leaves_dst_untouched(),
-                                 {}};
+  return AssembledImage(node, producers,
+                        [&] { return share->AssembleWholeImage(std::move(received)); });
 }
 
 }  // namespace gridfeed::feed
