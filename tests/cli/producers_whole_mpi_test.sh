@@ -60,6 +60,27 @@ same() {  # same NAME ARGS...
 same megatron "${MEGATRON[@]}"
 same mixture "${MIXTURE[@]}"
 
+# 1b. An amended schedule on resume (world rank 0 compares the past in its whole image, made by
+#     4 producers): a changed future is accepted, a changed past refused.
+sed 's/u16: 0.2, i32: 0.3, multi: 0.5/u16: 0.1, i32: 0.1, multi: 0.8/' "$WORK/s.yaml" > "$WORK/future.yaml"
+sed 's/u16: 0.6, i32: 0.3, multi: 0.1/u16: 0.5, i32: 0.4, multi: 0.1/' "$WORK/s.yaml" > "$WORK/past.yaml"
+cmp -s "$WORK/s.yaml" "$WORK/future.yaml" || cmp -s "$WORK/s.yaml" "$WORK/past.yaml" &&
+  fail "the amended schedules are the same as the saved one"
+AMEND=(--micro-batch-size 2 --global-batch-size 16 --train-iters 12 --allow-schedule-change)
+run8 saved "${MIXTURE[@]:0:2}" "${AMEND[@]:0:4}" --train-iters 4 --save "$WORK/ck.h5" ||
+  { cat "$WORK/saved.out"; fail "mixture run to a checkpoint"; }
+run8 future --config "$WORK/future.yaml" "${AMEND[@]}" --resume "$WORK/ck.h5" ||
+  { cat "$WORK/future.out"; fail "an amended future was refused"; }
+grep -q "resuming with an amended mixture schedule from sample 64" "$WORK/future.out" &&
+  [ "$(built_by "$WORK/future.out" | cut -d' ' -f1)" = 4 ] ||
+  { cat "$WORK/future.out"; fail "amended future: not resumed, or not by 4 producers"; }
+if run8 past --config "$WORK/past.yaml" "${AMEND[@]}" --resume "$WORK/ck.h5"; then
+  fail "an amended past was accepted"
+fi
+grep -q "changes the order before the cursor (64 samples)" "$WORK/past.out" ||
+  { cat "$WORK/past.out"; fail "amended past: not refused for its past"; }
+echo "amended mixture: a changed future resumes, a changed past is refused (4 producers)"
+
 # 2. A producer's changed sections: every rank ends non-zero, promptly, naming it.
 start=$(date +%s)
 set +e
