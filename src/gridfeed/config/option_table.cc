@@ -251,8 +251,9 @@ const std::vector<OptionRow>& Table() {
        GF_FIELD(feed.node_window),
        {"auto", "full", "reads"}},
       {"table-producers", G::kFeed, C::kNo,
-       "Who builds the node windows' tables: auto (every node's leader, on several nodes) or N "
-       "producers (1: world rank 0 alone); the node images are the same either way",
+       "Who builds the tables: auto (every node's leader, on several nodes) or N producers (1: "
+       "world rank 0 alone), each a share of the stores (an OLMo order: of the epochs); the "
+       "images are the same either way",
        GF_FIELD(feed.table_producers)},
       {"prefetch-depth", G::kFeed, C::kNo, "Micro-batches assembled ahead on each reader",
        GF_FIELD(feed.prefetch_depth)},
