@@ -60,10 +60,11 @@ done
 /usr/bin/python3 - "$WORK/bench.1.json" "$WORK/bench.auto.json" <<'PY' ||
 import json, sys
 one, many = (json.load(open(p))["build"] for p in sys.argv[1:3])
-assert one["producers"] == 1 and many["producers"] == 8, (one, many)
+# 8 nodes, 4 stores: four producers build, the other four only assemble their nodes' images.
+assert one["producers"] == 1 and many["producers"] == 4, (one, many)
 assert one["image_digest"] == many["image_digest"] != "0" * 16, (one, many)
 assert one["max_producer_peak_bytes"] > 0 and many["max_producer_peak_bytes"] > 0, (one, many)
-print(f"bench: 8 producers, image digest {many['image_digest']} as one producer's; largest "
+print(f"bench: {many['producers']} producers on 8 nodes, image digest {many['image_digest']} as one producer's; largest "
       f"peak {many['max_producer_peak_bytes']} B against {one['max_producer_peak_bytes']} B")
 PY
   fail "bench JSON with producers (see above)"

@@ -189,6 +189,10 @@ TEST(NodeSections, PlanGivesTheLargestFirstToTheLeastLoaded) {
             (std::vector<int>{0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}));
   EXPECT_EQ(PlanProducers(std::vector<uint64_t>{5, 7, 3, 7}, 3), (std::vector<int>{2, 0, 2, 1}));
   EXPECT_EQ(PlanProducers(std::vector<uint64_t>{1, 2}, 1), (std::vector<int>{0, 0}));
+  // Producers without a unit build nothing and are not counted as builders.
+  EXPECT_EQ(Builders(PlanProducers(std::vector<uint64_t>{3, 2, 1}, 4)), 3);
+  EXPECT_EQ(Builders(PlanProducers(std::vector<uint64_t>{5, 7, 3, 7}, 3)), 3);
+  EXPECT_EQ(Builders(std::vector<int>{}), 0);
 }
 
 }  // namespace

@@ -222,7 +222,7 @@ Result<parallel::ImageProducer> Feeder::Impl::ProduceNodeImage(
   LogProducerMemory(node, "the exchange");
 
   // 6. This node's image from every producer's sections (Distribute agrees on the outcome).
-  return AssembledImage(node, producers, [&] {
+  return AssembledImage(node, order::Builders(owner), [&] {
     return share->AssembleNodeImage(split, from->PositionsOf(keys[node]), node == 0,
                                     std::move(received));
   });

@@ -79,7 +79,7 @@ Result<parallel::ImageProducer> Feeder::Impl::ProduceWholeImage(MPI_Comm leaders
   LogProducerMemory(node, "the exchange");
 
   // 6. The whole image from every producer's sections (Distribute agrees on the outcome).
-  return AssembledImage(node, producers,
+  return AssembledImage(node, order::Builders(owner),
                         [&] { return share->AssembleWholeImage(std::move(received)); });
 }
 

@@ -200,6 +200,12 @@ Result<std::unique_ptr<ImageWriter>> NodeImageOf(const BuiltDatasets& built, Spl
   return Finish(built, i, std::move(held), keep_source_index, std::move(sources));
 }
 
+int Builders(std::span<const int> owner) {
+  std::vector<int> sorted(owner.begin(), owner.end());
+  std::sort(sorted.begin(), sorted.end());
+  return static_cast<int>(std::unique(sorted.begin(), sorted.end()) - sorted.begin());
+}
+
 std::vector<int> PlanProducers(std::span<const uint64_t> costs, int producers) {
   producers = std::max(producers, 1);
   std::vector<size_t> by_cost(costs.size());

@@ -35,6 +35,9 @@ Result<std::unique_ptr<ImageWriter>> NodeImageOf(const BuiltDatasets& built, Spl
 // Which producer builds each store, given each store's cost (e.g. its index bytes): the
 // largest first, each to the least loaded producer (ties: the lowest numbered).
 std::vector<int> PlanProducers(std::span<const uint64_t> costs, int producers);
+// How many producers a plan gives work (owners of at least one unit): what a job reports as
+// its producers.
+int Builders(std::span<const int> owner);
 
 // A producer's facts of the mids it built: {split, k, begin, end, samples per epoch} each.
 std::vector<int64_t> OwnMidFacts(const BuiltDatasets& share);
