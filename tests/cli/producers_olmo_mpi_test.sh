@@ -5,7 +5,8 @@
 # Checks, on a data mix with labels over five token files: 5 epochs built by one producer and
 # by auto (4 producers) give the same image digest and the same dump on every rank; 3 of 4
 # producers give that digest too; auto builds 3 epochs with 3 producers (one producer's image)
-# and one epoch with one; a producer whose sections change on the way is named on every rank.
+# and one epoch with one; a producer whose sections change on the way is named on every rank,
+# as is one whose node sees other token files (no wait).
 #   producers_olmo_mpi_test.sh GRIDFEED GOLDEN_OLMO_DIR
 set -euo pipefail
 GRIDFEED=$(realpath "$1")
@@ -82,4 +83,32 @@ n=$(grep -c "^gridfeed run: error (rank [0-7]): .*the sections from producer 1 f
   "$WORK/changed.out" || true)
 [ "$n" -eq 8 ] || { cat "$WORK/changed.out"; fail "changed sections: refused on $n of 8 ranks"; }
 echo "changed sections: refused on every rank, naming producer 1"
+
+# 5. One node whose token files differ from world rank 0's (a longer file: fewer epochs; a
+#    missing one): an error naming the producer on every rank, not a wait. Each simulated node
+#    runs in its own folder of links to the files; the last node's part-004 is changed.
+for n in 0 1 2 3; do
+  mkdir -p "$WORK/node$n/corpora/u16"
+  for f in "$GOLDEN"/corpora/u16/part-00[0-4]*.npy; do ln -s "$f" "$WORK/node$n/corpora/u16/"; done
+done
+printf '#!/bin/sh\ncd "%s/node$((OMPI_COMM_WORLD_RANK / 2))" && exec "%s" "$@"\n' "$WORK" \
+  "$GRIDFEED" > "$WORK/per_node.sh"
+chmod +x "$WORK/per_node.sh"
+differ() {  # differ NAME PATTERN: runs with the last node's files as they are now
+  set +e
+  timeout 60 mpirun -n 8 --oversubscribe "$WORK/per_node.sh" run --config "$CONFIG" \
+    --train-iters 60 --testing-ranks-per-node 2 > "$WORK/$1.out" 2>&1
+  rc=$?
+  set -e
+  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || { cat "$WORK/$1.out"; fail "$1: rc $rc (124: a hang)"; }
+  n=$(grep -cE "^gridfeed run: error \(rank [0-7]\): .*table producer 3: .*$2" "$WORK/$1.out" || true)
+  [ "$n" -eq 8 ] || { cat "$WORK/$1.out"; fail "$1: named on $n of 8 ranks"; }
+}
+big="$WORK/node3/corpora/u16/part-004.npy"
+rm "$big"
+for _ in $(seq 12); do cat "$GOLDEN/corpora/u16/part-004.npy"; done > "$big"  # raw tokens
+differ longer "divides into [0-9]+ units here, 5 on world rank 0"
+rm "$big"
+differ missing "part-004.npy"
+echo "a node's differing files: refused on every rank, naming its producer"
 echo "cli producers olmo: ok"

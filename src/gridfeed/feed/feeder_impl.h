@@ -97,15 +97,15 @@ struct Feeder::Impl {
                                                const order::ReadSchedule& from,
                                                const std::vector<int>& keys, bool world_node) const;
   // Many producers (feeder_producers.cc): whether the node leaders build the images with
-  // `num_nodes` nodes (the same answer on every rank), and which: each node its own node image
+  // `num_nodes` nodes (asked on world rank 0 only, which tells every rank: OLMo's units depend
+  // on its files), and which: each node its own node image
   // (ProduceNodeImage), or every node the whole image (feeder_whole_producers.cc:
   // ProduceWholeImage; --node-window full, or orders without node images). A leader's share
   // of it is collective over `leaders` (parallel::LeaderProducer::make). World rank 0 also sets
   // the canonical text, its build's stores and `facts` ({split length, node windows' start, -1
   // for whole images}).
-  enum class LeaderImages { kNone, kNodeImages, kWholeImage };
+  enum class LeaderImages { kNone = 0, kNodeImages = 1, kWholeImage = 2 };
   LeaderImages LeadersMake(int num_nodes) const;
-  bool LeadersProduce(int num_nodes) const { return LeadersMake(num_nodes) != LeaderImages::kNone; }
   Result<parallel::ImageProducer> ProduceNodeImage(MPI_Comm leaders, int node,
                                                    const std::vector<std::vector<int>>& keys,
                                                    int64_t* facts);

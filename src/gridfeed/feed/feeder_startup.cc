@@ -184,12 +184,11 @@ Status Feeder::Impl::BuildAndShareTables() {
   nodes.fail_receive_node = static_cast<int>(options.feed.testing_fail_node_receive);
   nodes.fail_send_node = static_cast<int>(options.feed.testing_fail_node_send);
   parallel::LeaderProducer leaders;
-  leaders.wanted = [this](int num_nodes) { return LeadersProduce(num_nodes); };
-  leaders.make = [this, &facts](MPI_Comm comm, int node,
+  // World rank 0 decides (the whole-image units of OLMo's order depend on its files' sizes).
+  leaders.wanted = [this](int num_nodes) { return static_cast<int>(LeadersMake(num_nodes)); };
+  leaders.make = [this, &facts](int way, MPI_Comm comm, int node,
                                 const std::vector<std::vector<int>>& keys) {
-    int num_nodes = 0;
-    MPI_Comm_size(comm, &num_nodes);
-    return LeadersMake(num_nodes) == LeaderImages::kWholeImage
+    return static_cast<LeaderImages>(way) == LeaderImages::kWholeImage
                ? ProduceWholeImage(comm, node, facts)
                : ProduceNodeImage(comm, node, keys, facts);
   };

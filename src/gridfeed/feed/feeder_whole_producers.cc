@@ -5,6 +5,8 @@
 // producer's sections (BuiltOrder::AssembleWholeImage), byte for byte one process's build.
 // As for node images (feeder_producers.cc), every exchange is preceded by an agreement on
 // every leader's status, so a producer's failure ends the start-up everywhere with its message.
+#include <algorithm>
+
 #include "gridfeed/feed/feeder_impl.h"
 #include "gridfeed/order/node_image.h"
 #include "gridfeed/parallel/agree.h"
@@ -28,7 +30,18 @@ Result<parallel::ImageProducer> Feeder::Impl::ProduceWholeImage(MPI_Comm leaders
     GRIDFEED_ASSIGN_OR_RETURN(producers, config::TableProducers(options.feed, num_leaders));
     return Status::Ok();
   });
-  std::vector<int> owner(costs.size(), 0);
+  // World rank 0's count sizes every plan: a leader whose files give another count (OLMo's
+  // epochs follow its files' sizes) fails here, agreed, instead of in a mismatched broadcast.
+  int64_t count = static_cast<int64_t>(costs.size());
+  GRIDFEED_RETURN_IF_ERROR(parallel::MpiStatus(MPI_Bcast(&count, 1, MPI_INT64_T, 0, leaders),
+                                               "MPI_Bcast(table producers' unit count)"));
+  if (st.ok() && static_cast<int64_t>(costs.size()) != count) {
+    st = FailedPrecondition("the build divides into " + std::to_string(costs.size()) +
+                            " units here, " + std::to_string(count) +
+                            " on world rank 0: its files differ from world rank 0's");
+  }
+  if (!st.ok()) st = st.WithContext(who);
+  std::vector<int> owner(static_cast<size_t>(std::max<int64_t>(count, 0)), 0);
   if (node == 0 && st.ok()) {
     st = Guarded([&] {
       owner = order::PlanProducers(costs, producers);

@@ -332,8 +332,9 @@ Status SharedImage::FillPerNode(const Grid& grid, ImageProducer& producer, int r
 // Collective over the readers: the leaders learn every node's reader keys, make their own
 // nodes' images together (LeaderProducer::make, collective among them) while their peers
 // sleep, agree on the outcome, then fill and digest their windows.
-Status SharedImage::FillProduced(const Grid& grid, const LeaderProducer& produce, int reader_key,
-                                 Digest digest, const NodeSplit& nodes, double* build_seconds) {
+Status SharedImage::FillProduced(const Grid& grid, const LeaderProducer& produce, int way,
+                                 int reader_key, Digest digest, const NodeSplit& nodes,
+                                 double* build_seconds) {
   std::vector<int> node_keys(static_cast<size_t>(readers_on_node_));
   Status local =
       MpiStatus(MPI_Gather(&reader_key, 1, MPI_INT, node_keys.data(), 1, MPI_INT, 0, node_comm_),
@@ -364,7 +365,7 @@ Status SharedImage::FillProduced(const Grid& grid, const LeaderProducer& produce
     int node = 0;
     MPI_Comm_rank(leaders_comm_, &node);
     try {
-      auto made = produce.make(leaders_comm_, node, keys);
+      auto made = produce.make(way, leaders_comm_, node, keys);
       if (made.ok()) {
         own = std::move(made).value();
       } else {
@@ -470,13 +471,21 @@ Result<std::unique_ptr<SharedImage>> SharedImage::Distribute(const Grid& grid,
   const double split_seconds = watch.Lap();
   // 2. Rank 0 builds; everyone learns the outcome from a fixed header first. Or the leaders
   // build together (their way is a function of the node count, which world rank 0 tells all).
-  bool produced = false;
+  int way = 0;
   if (leaders) {
-    int num_nodes = st->num_nodes_;
+    int decision[2] = {st->num_nodes_, 0};  // world rank 0's node count and way
+    if (grid.world_rank() == 0) {
+      try {
+        decision[1] = leaders->wanted(decision[0]);
+      } catch (...) {
+        decision[1] = 0;  // rank 0 then builds alone, and its build names the error
+      }
+    }
     GRIDFEED_RETURN_IF_ERROR(
-        MpiStatus(MPI_Bcast(&num_nodes, 1, MPI_INT, 0, world), "MPI_Bcast(node count)"));
-    produced = leaders->wanted(num_nodes);
+        MpiStatus(MPI_Bcast(decision, 2, MPI_INT, 0, world), "MPI_Bcast(node count)"));
+    way = decision[1];
   }
+  const bool produced = way != 0;
   ImageProducer producer;
   Status built;
   // The whole image's size; 1 when each node gets its own from world rank 0, 2 from its leader.
@@ -505,7 +514,7 @@ Result<std::unique_ptr<SharedImage>> SharedImage::Distribute(const Grid& grid,
   double produce_seconds = 0;  // a leader making its node's image with the others
   if (grid.is_reader()) {
     if (header[1] == 2) {
-      local = st->FillProduced(grid, *leaders, reader_key, digest, nodes, &produce_seconds);
+      local = st->FillProduced(grid, *leaders, way, reader_key, digest, nodes, &produce_seconds);
     } else if (header[1] == 1) {
       local = st->FillPerNode(grid, producer, reader_key, digest, nodes, &write_seconds);
     } else {

@@ -37,14 +37,16 @@ struct ImageProducer {
 // Many producers: every node leader makes its own node's image together with the other leaders
 // (the build divided among them, order/node_image.h), instead of world rank 0 making them all.
 struct LeaderProducer {
-  // Whether the leaders produce with `num_nodes` nodes: the same answer on every rank.
-  std::function<bool(int num_nodes)> wanted;
+  // How the leaders produce with `num_nodes` nodes: 0, they do not (world rank 0 builds); any
+  // other value is handed to `make`. Called on world rank 0 only, which tells every rank (an
+  // answer that read files could differ elsewhere); an exception there counts as 0.
+  std::function<int(int num_nodes)> wanted;
   // On every leader, collective over `leaders` (world rank 0's leader is rank 0 there): the
   // image of node `node` (its rank among the leaders), given every node's reader keys in leader
-  // order. It agrees on its own failures among the leaders before each exchange, so every
-  // leader leaves it; an error it returns on some leaders only is agreed by Distribute. It
-  // must not throw.
-  std::function<Result<ImageProducer>(MPI_Comm leaders, int node,
+  // order and world rank 0's `way` (wanted's answer). It agrees on its own failures among the
+  // leaders before each exchange, so every leader leaves it; an error it returns on some leaders
+  // only is agreed by Distribute. It must not throw.
+  std::function<Result<ImageProducer>(int way, MPI_Comm leaders, int node,
                                       const std::vector<std::vector<int>>& keys)>
       make;
 };
@@ -123,7 +125,7 @@ class SharedImage {
                    const NodeSplit& nodes, double* write_seconds);
   Status FillPerNode(const Grid& grid, ImageProducer& producer, int reader_key, Digest digest,
                      const NodeSplit& nodes, double* write_seconds);
-  Status FillProduced(const Grid& grid, const LeaderProducer& produce, int reader_key,
+  Status FillProduced(const Grid& grid, const LeaderProducer& produce, int way, int reader_key,
                       Digest digest, const NodeSplit& nodes, double* build_seconds);
   Status FinishNode(const Grid& grid, Digest digest, const NodeSplit& nodes, std::byte* base,
                     uint64_t size, uint64_t expected, Status local, bool digest_is_of_window);
