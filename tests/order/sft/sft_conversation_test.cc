@@ -270,7 +270,9 @@ TEST(SftChatTemplate, RuntimeErrors) {
         "endif %}",
         "{{ u + 'x' }}", "{{ u.x }}", "{{ 1 < 'a' }}", "{{ 'a' + 1 }}", "{{ u in 'abc' }}",
         "{{ 'x' in none }}", "{% for x in 3 %}{% endfor %}", "{{ [1].append(2) }}",
-        "{{ 'a' | tojson(indent=[]) }}", "{{ u | tojson }}"}) {
+        "{{ 'a' | tojson(indent=[]) }}", "{{ u | tojson }}",
+        // A field number past any integer: Python's "Too many decimal digits", not a throw.
+        "{{ '{99999999999999999999999}'.format(1) }}"}) {
     auto t = ChatTemplate::Parse(src);
     ASSERT_TRUE(t.ok()) << src << ": " << t.status().ToString();
     auto r = (*t)->Render(Msgs(), Ctx());

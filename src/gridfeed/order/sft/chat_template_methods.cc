@@ -8,6 +8,7 @@
 #include <unicode/uchar.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -142,7 +143,11 @@ Result<std::string> StrFormat(Evaluator& ev, const std::string& fmt, const CallA
         return RuntimeError(
             "cannot switch from automatic field numbering to manual field specification", pos);
       used_manual = true;
-      const size_t idx = std::stoul(field);
+      size_t idx = 0;
+      const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), idx);
+      if (ec != std::errc() || end != field.data() + field.size()) {
+        return RuntimeError("Too many decimal digits in format string", pos);
+      }
       if (idx >= args.pos.size())
         return RuntimeError(
             "Replacement index " + field + " out of range for positional args tuple", pos);

@@ -150,7 +150,9 @@ std::string FloatRepr(double x) {
   std::string sci(buf, r.ptr);
   const size_t e = sci.find('e');
   std::string mant = sci.substr(0, e);
-  const int exp10 = std::stoi(sci.substr(e + 1));
+  int exp10 = 0;  // to_chars wrote it: "+dd" or "-dd"
+  const char* exp_begin = sci.data() + e + 1 + (sci[e + 1] == '+' ? 1 : 0);
+  std::from_chars(exp_begin, sci.data() + sci.size(), exp10);
   bool neg = false;
   if (!mant.empty() && mant[0] == '-') {
     neg = true;
