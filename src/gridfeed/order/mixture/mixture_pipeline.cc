@@ -12,17 +12,13 @@
 #include "gridfeed/io/file_util.h"
 #include "gridfeed/order/dataset_builder.h"
 #include "gridfeed/order/megatron/megatron_pipeline.h"
+#include "gridfeed/order/mixture/mixture_view.h"
 #include "gridfeed/order/mixture/order_prefix.h"
 #include "gridfeed/order/split.h"
 #include "gridfeed/order/table_image.h"
 
 namespace gridfeed::order {
 namespace {
-
-constexpr int64_t kMaxLength = int64_t{1} << 40;
-constexpr int64_t kMaxTokens = int64_t{1} << 62;  // a schedule's samples x their lengths
-
-std::string StageKey(size_t i) { return "schedule[" + std::to_string(i) + "]"; }
 
 // The mixture schedule a canonical text holds (empty: none).
 std::string ScheduleOfCanonical(const std::string& canonical) {
@@ -39,106 +35,6 @@ std::string ScheduleHistoryEntry(nlohmann::json history, int64_t position,
   history.push_back({{"position", position}, {"schedule", schedule}});
   return history.dump();
 }
-
-// Adds the stage names and per-source names to Megatron's view of the tables, whose blend
-// sources are (stage length, source) pairs: records and source ids name the schedule's source.
-class MixtureView final : public OrderView {
- public:
-  MixtureView(OrderView* inner, std::unique_ptr<OrderView> owned, MixtureLayout layout)
-      : inner_(inner), owned_(std::move(owned)), layout_(std::move(layout)) {
-    mids_ = inner_->Sources(Split::kTrain);
-    for (const auto& m : mids_) {
-      int k = 0;  // every mid is a source's path (the image was checked against the layout)
-      for (size_t j = 0; j < layout_.schedule.sources.size(); ++j) {
-        if (layout_.schedule.sources[j].path == m.name) k = static_cast<int>(j);
-      }
-      source_of_mid_.push_back(k);
-    }
-  }
-  // Whether every table is one of the schedule's sources at one of its stage lengths.
-  bool MatchesLayout() const {
-    for (size_t m = 0; m < mids_.size(); ++m) {
-      const auto& path = layout_.schedule.sources[static_cast<size_t>(source_of_mid_[m])].path;
-      const int64_t len = mids_[m].seq_length ? mids_[m].seq_length : layout_.seq_length;
-      if (path != mids_[m].name ||
-          std::find(layout_.stage_seq_length.begin(), layout_.stage_seq_length.end(), len) ==
-              layout_.stage_seq_length.end()) {
-        return false;
-      }
-    }
-    return true;
-  }
-
-  int64_t length(Split s) const override { return inner_->length(s); }
-  const std::vector<std::string>& token_stores() const override { return inner_->token_stores(); }
-  std::vector<std::string> TokenFiles() const override { return inner_->TokenFiles(); }
-  Status OpenTokenStores(bool checked_on_node) override {
-    return inner_->OpenTokenStores(checked_on_node);
-  }
-  void AdoptTokenStores(const OpenStores& stores) override { inner_->AdoptTokenStores(stores); }
-  std::vector<StoreFacts> TokenStoreFacts(uint64_t salt) const override {
-    return inner_->TokenStoreFacts(salt);
-  }
-  std::vector<StoreFacts> FactsOfRank0Files(
-      uint64_t salt, const std::vector<StoreFacts>& reference) const override {
-    return inner_->FactsOfRank0Files(salt, reference);
-  }
-  SampleRecord Read(Split s, int64_t position, Sample* out, bool hash_tokens) const override {
-    return Named(inner_->Read(s, position, out, hash_tokens));
-  }
-  SampleRecord ReadFields(Split s, int64_t position, const FieldTargets& out, bool hash_tokens,
-                          AssemblyScratch* scratch) const override {
-    return Named(inner_->ReadFields(s, position, out, hash_tokens, scratch));
-  }
-  std::string DescribeCursor(Split s, int64_t consumed) const override {
-    if (s != Split::kTrain) return {};
-    const int stage = layout_.StageAt(consumed);
-    const auto st = static_cast<size_t>(stage);
-    return nlohmann::json{{"pipeline", "mixture"},
-                          {"stage", layout_.schedule.stages[st].name},
-                          {"stage_index", stage},
-                          {"stage_begin", layout_.stage_begin[st]},
-                          {"stage_end", layout_.stage_begin[st + 1]},
-                          {"consumed", consumed}}
-        .dump();
-  }
-  bool is_blend(Split s) const override { return inner_->is_blend(s); }
-  int SourceOf(Split s, int64_t position) const override {
-    const int m = inner_->SourceOf(s, position);
-    return s == Split::kTrain ? source_of_mid_[static_cast<size_t>(m)] : m;
-  }
-  // One per schedule source: its weight over every length, its epoch and length from the
-  // first table of it (the run's --seq-length when a stage reads it there).
-  std::vector<SourceInfo> Sources(Split s) const override {
-    if (s != Split::kTrain) return inner_->Sources(s);
-    SourceInfo none;
-    none.weight = 0;  // a source no stage draws from has no table
-    std::vector<SourceInfo> out(layout_.schedule.sources.size(), none);
-    std::vector<char> seen(out.size(), 0);
-    for (size_t m = 0; m < mids_.size(); ++m) {
-      const auto k = static_cast<size_t>(source_of_mid_[m]);
-      const bool better = !seen[k] || (out[k].seq_length != 0 && mids_[m].seq_length == 0);
-      const double w = out[k].weight;
-      if (better) out[k] = mids_[m];
-      out[k].weight = seen[k] ? w + mids_[m].weight : mids_[m].weight;
-      seen[k] = 1;
-    }
-    for (size_t k = 0; k < out.size(); ++k) out[k].name = layout_.schedule.sources[k].name;
-    return out;
-  }
-
- private:
-  SampleRecord Named(SampleRecord r) const {
-    r.dataset = source_of_mid_[static_cast<size_t>(r.dataset)];
-    return r;
-  }
-
-  OrderView* inner_;
-  std::unique_ptr<OrderView> owned_;
-  MixtureLayout layout_;
-  std::vector<SourceInfo> mids_;    // the tables' sources: (source, stage length) pairs
-  std::vector<int> source_of_mid_;  // the schedule's source of each
-};
 
 class MixtureBuilt final : public BuiltOrder {
  public:
@@ -219,7 +115,8 @@ std::pair<double, int64_t> SourceSize(const io::IndexedDataset& ds, int64_t begi
   const int64_t per_epoch = std::max<int64_t>(0, (t - x) / c.seq_length);
   const double samples = std::floor(max_epochs * static_cast<double>(per_epoch));
   // A cap past every token a schedule can hold never binds.
-  const bool binds = max_epochs > 0 && samples < static_cast<double>(kMaxTokens / c.seq_length);
+  const bool binds =
+      max_epochs > 0 && samples < static_cast<double>(kMaxMixtureTokens / c.seq_length);
   return {static_cast<double>(t), binds ? static_cast<int64_t>(samples) * c.seq_length : -1};
 }
 
@@ -562,128 +459,6 @@ class MixturePipeline final : public Pipeline {
 };
 
 }  // namespace
-
-Status CheckDistinctStores(const config::MixtureSchedule& s) {
-  // dev:inode (with size and mtime) of each source's .idx and .bin; absent files are left to
-  // the store's own open, which names them.
-  std::vector<std::vector<std::string>> ids;
-  for (size_t k = 0; k < s.sources.size(); ++k) {
-    const auto& src = s.sources[k];
-    ids.emplace_back();
-    for (const char* ext : {".idx", ".bin"}) {
-      auto id = io::FileIdentity(src.path + ext);
-      if (id.ok()) ids.back().push_back(std::string(ext) + " " + *id);
-    }
-    for (size_t j = 0; j < k; ++j) {
-      for (const auto& id : ids.back()) {
-        if (std::find(ids[j].begin(), ids[j].end(), id) == ids[j].end()) continue;
-        return InvalidArgument("mixture schedule: sources." + src.name + ".path '" + src.path +
-                               "' is the token store of source '" + s.sources[j].name + "' ('" +
-                               s.sources[j].path + "'): the same " + id.substr(0, 4) +
-                               " file under another name; their samples would repeat");
-      }
-    }
-  }
-  return Status::Ok();
-}
-
-int MixtureLayout::StageAt(int64_t position) const {
-  const auto it = std::upper_bound(stage_begin.begin(), stage_begin.end() - 1, position);
-  return std::max(0, static_cast<int>(it - stage_begin.begin()) - 1);
-}
-
-Result<MixtureLayout> LayoutMixture(const config::JobOptions& o) {
-  MixtureLayout l;
-  GRIDFEED_ASSIGN_OR_RETURN(l.schedule, config::ParseMixtureSchedule(o.data.mixture_schedule));
-  l.seq_length = o.data.seq_length;
-  if (l.seq_length <= 0) return InvalidArgument("--seq-length must be positive");
-  l.extra_token = o.data.no_add_extra_token ? 0 : 1;
-  l.global_batch_size =
-      o.batch.global_batch_size
-          ? o.batch.global_batch_size
-          : o.batch.micro_batch_size * std::max<int64_t>(1, o.grid.data_parallel_size);
-  int64_t L = l.seq_length;  // the stage's
-  auto to_samples = [&](config::BudgetUnit unit, int64_t n,
-                        const std::string& key) -> Result<int64_t> {
-    if (unit == config::BudgetUnit::kTokens) return n / L + (n % L != 0);
-    if (unit == config::BudgetUnit::kSamples) return n;
-    if (n > kMaxLength / std::max<int64_t>(1, l.global_batch_size)) {
-      return InvalidArgument("mixture schedule: " + key + " x --global-batch-size is too large");
-    }
-    return n * l.global_batch_size;
-  };
-  double tokens = 0;
-  for (size_t i = 0; i < l.schedule.stages.size(); ++i) {
-    const auto& st = l.schedule.stages[i];
-    L = st.seq_length > 0 ? st.seq_length : l.seq_length;
-    const std::string key = StageKey(i) + "." + config::BudgetUnitName(st.unit);
-    GRIDFEED_ASSIGN_OR_RETURN(int64_t n, to_samples(st.unit, st.budget, key));
-    GRIDFEED_ASSIGN_OR_RETURN(int64_t r, to_samples(st.ramp_unit, st.ramp, key));
-    if (r > n) {
-      return InvalidArgument("mixture schedule: " + StageKey(i) + ".ramp_" +
-                             config::BudgetUnitName(st.ramp_unit) + " is " + std::to_string(r) +
-                             " samples, longer than the stage's " + std::to_string(n));
-    }
-    l.stage_begin.push_back(l.length);
-    l.stage_samples.push_back(n);
-    l.ramp_samples.push_back(r);
-    l.stage_seq_length.push_back(L);
-    l.length += n;
-    tokens += static_cast<double>(n) * static_cast<double>(L);
-    if (l.length > kMaxLength || tokens > static_cast<double>(kMaxTokens)) {
-      return InvalidArgument(
-          "mixture schedule: the stages add up to more than 2^40 samples or "
-          "2^62 tokens at " +
-          key);
-    }
-  }
-  l.stage_begin.push_back(l.length);
-  return l;
-}
-
-std::vector<double> SizeWeights(const std::vector<double>& source_tokens, double exponent) {
-  std::vector<double> raw;
-  double sum = 0;
-  for (double t : source_tokens) {
-    raw.push_back(t > 0 ? std::pow(t, exponent) : 0.0);
-    sum += raw.back();
-  }
-  if (std::isfinite(sum)) return raw;  // as always: the same doubles as before log space
-  // size^exponent overflows (e.g. temperature 0.01 = exponent 100): relative to the largest
-  // source, exp(exponent x (ln size - ln largest)) <= 1, the same weights once normalised.
-  double largest = 0;
-  for (double t : source_tokens) largest = std::max(largest, t);
-  raw.clear();
-  const double log_largest = std::log(largest);
-  for (double t : source_tokens) {
-    if (!(t > 0)) {
-      raw.push_back(0.0);
-    } else if (t == largest) {
-      raw.push_back(1.0);  // exponent x 0 without inf x 0
-    } else {
-      raw.push_back(std::exp(exponent * (std::log(t) - log_largest)));
-    }
-  }
-  return raw;
-}
-
-std::vector<BlendStage> MixtureStages(const MixtureLayout& layout,
-                                      const std::vector<double>& source_tokens) {
-  std::vector<BlendStage> out;
-  for (size_t i = 0; i < layout.schedule.stages.size(); ++i) {
-    const auto& st = layout.schedule.stages[i];
-    BlendStage b;
-    b.name = st.name;
-    b.samples = layout.stage_samples[i];
-    b.ramp_samples = layout.ramp_samples[i];
-    b.cap_cost = layout.stage_seq_length[i];
-    std::vector<double> raw = st.weights;
-    if (raw.empty()) raw = SizeWeights(source_tokens, st.size_exponent);
-    b.weights = Normalize(raw);
-    out.push_back(std::move(b));
-  }
-  return out;
-}
 
 Result<ScheduledBlend> MixtureBlend(const config::JobOptions& o, const MixtureLayout& layout) {
   GRIDFEED_ASSIGN_OR_RETURN(DatasetConfig c, MixtureDatasetConfigOf(o));

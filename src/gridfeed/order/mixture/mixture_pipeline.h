@@ -34,6 +34,9 @@
 
 namespace gridfeed::order {
 
+// The most tokens a schedule may hold (its samples x their lengths), so counts fit in int64.
+inline constexpr int64_t kMaxMixtureTokens = int64_t{1} << 62;
+
 // The schedule in positions, from the options alone.
 struct MixtureLayout {
   config::MixtureSchedule schedule;
