@@ -315,10 +315,10 @@ Result<std::unique_ptr<ImageWriter>> AssembleNodeImage(
   std::vector<int> from(sd.mids.size(), -1);
   for (size_t s = 0; s < sections.size(); ++s) {
     std::vector<std::byte> bytes = std::move(sections[s]);  // freed after this producer's
-    const std::string who = "the sections from producer " + std::to_string(s);
     GRIDFEED_ASSIGN_OR_RETURN(
         SectionReader r,
-        SectionReader::Open(std::span<const std::byte>(bytes), static_cast<int>(s), who));
+        SectionReader::Open(std::span<const std::byte>(bytes), static_cast<int>(s)));
+    const std::string& who = r.who();
     for (uint64_t c = 0; c < r.count(); ++c) {
       uint64_t k = 0, docs = 0, samples = 0;
       if (!r.Word(&k) || !r.Word(&docs) || !r.Word(&samples)) return DataLoss(who + ": truncated");
@@ -476,10 +476,10 @@ Status AdoptWholeSections(std::vector<std::vector<std::byte>> sections, int64_t 
   }
   for (size_t s = 0; s < sections.size(); ++s) {
     std::vector<std::byte> bytes = std::move(sections[s]);  // freed after this producer's
-    const std::string who = "the sections from producer " + std::to_string(s);
     GRIDFEED_ASSIGN_OR_RETURN(
         SectionReader r,
-        SectionReader::Open(std::span<const std::byte>(bytes), static_cast<int>(s), who));
+        SectionReader::Open(std::span<const std::byte>(bytes), static_cast<int>(s)));
+    const std::string& who = r.who();
     for (uint64_t c = 0; c < r.count(); ++c) {
       WholeHead h;
       for (uint64_t* w : {&h.split, &h.k, &h.tokens, &h.epochs, &h.separate, &h.sans_final,

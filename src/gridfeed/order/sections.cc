@@ -24,8 +24,8 @@ std::vector<std::byte> SectionWriter::Seal() && {
   return std::move(out_);
 }
 
-Result<SectionReader> SectionReader::Open(std::span<const std::byte> bytes, int producer,
-                                          const std::string& who) {
+Result<SectionReader> SectionReader::Open(std::span<const std::byte> bytes, int producer) {
+  std::string who = "the sections from producer " + std::to_string(producer);
   uint64_t head[4] = {0, 0, 0, 0};
   if (bytes.size() < kSectionsHead) return DataLoss(who + " are truncated");
   std::memcpy(head, bytes.data(), kSectionsHead);
@@ -35,7 +35,7 @@ Result<SectionReader> SectionReader::Open(std::span<const std::byte> bytes, int 
   if (XXH3_64bits(bytes.data() + kSectionsHead, bytes.size() - kSectionsHead) != head[1]) {
     return DataLoss(who + " fail their digest (changed on the way?): refused");
   }
-  return SectionReader(bytes.subspan(kSectionsHead), head[3]);
+  return SectionReader(bytes.subspan(kSectionsHead), head[3], std::move(who));
 }
 
 bool SectionReader::Word(uint64_t* w) {

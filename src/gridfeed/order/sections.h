@@ -10,6 +10,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gridfeed/core/status.h"
@@ -41,10 +42,11 @@ class SectionWriter {
 // bounds checked (false: the bytes end first).
 class SectionReader {
  public:
-  // DataLoss naming `who` (e.g. "the sections from producer 2") for bytes that are truncated,
-  // are not sections, come from a producer other than `producer`, or fail their digest.
-  static Result<SectionReader> Open(std::span<const std::byte> bytes, int producer,
-                                    const std::string& who);
+  // Producer `producer`'s sections; DataLoss naming them (who()) for bytes that are truncated,
+  // are not sections, come from another producer, or fail their digest.
+  static Result<SectionReader> Open(std::span<const std::byte> bytes, int producer);
+  // "the sections from producer N", for the caller's own errors.
+  const std::string& who() const { return who_; }
   uint64_t count() const { return count_; }
   template <typename T>
   bool Take(uint64_t count, std::vector<T>* out) {
@@ -59,9 +61,11 @@ class SectionReader {
   bool done() const { return at_ == bytes_.size(); }
 
  private:
-  SectionReader(std::span<const std::byte> bytes, uint64_t count) : bytes_(bytes), count_(count) {}
+  SectionReader(std::span<const std::byte> bytes, uint64_t count, std::string who)
+      : bytes_(bytes), count_(count), who_(std::move(who)) {}
   std::span<const std::byte> bytes_;
   uint64_t count_ = 0;
+  std::string who_;
   size_t at_ = 0;
 };
 

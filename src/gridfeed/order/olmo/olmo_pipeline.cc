@@ -331,10 +331,10 @@ class OlmoBuilt final : public BuiltOrder {
     const uint64_t n = static_cast<uint64_t>(plan_.instances);
     for (size_t s = 0; s < sections.size(); ++s) {
       const std::vector<std::byte> bytes = std::move(sections[s]);  // freed after this producer's
-      const std::string who = "the sections from producer " + std::to_string(s);
       GRIDFEED_ASSIGN_OR_RETURN(
           SectionReader r,
-          SectionReader::Open(std::span<const std::byte>(bytes), static_cast<int>(s), who));
+          SectionReader::Open(std::span<const std::byte>(bytes), static_cast<int>(s)));
+      const std::string& who = r.who();
       for (uint64_t c = 0; c < r.count(); ++c) {
         uint64_t e = 0, len = 0;
         if (!r.Word(&e) || !r.Word(&len)) return DataLoss(who + ": truncated");
